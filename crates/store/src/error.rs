@@ -1,0 +1,112 @@
+//! The store's one error type: every refusal is typed, and no message leaks SQL.
+
+use std::path::PathBuf;
+
+use crate::model::Status;
+
+/// Result alias for store operations.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Why a store operation did not happen. Nothing was changed when one is returned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A field of a change, a slug, an address or a duration is not acceptable.
+    #[error("invalid {field}: {message}")]
+    Invalid { field: String, message: String },
+    /// No proposal has this id (or it belongs to another bottle).
+    #[error("no proposal with id {0}")]
+    ProposalNotFound(String),
+    /// A proposal id prefix matches more than one proposal.
+    #[error("proposal id prefix {0} matches more than one proposal; give more of the id")]
+    AmbiguousId(String),
+    /// The proposal is not pending, so it cannot be decided or withdrawn.
+    #[error("proposal {id} is already {status}{}", by_when(.decided_by, .decided_at))]
+    NotPending {
+        id: String,
+        status: Status,
+        decided_by: Option<String>,
+        decided_at: Option<String>,
+    },
+    /// No live bottle has this slug.
+    #[error("no bottle named {0}")]
+    BottleNotFound(String),
+    /// A live bottle already has this slug.
+    #[error("a bottle named {0} already exists")]
+    BottleExists(String),
+    /// The address is registered to another live bottle.
+    #[error("address {ip} already belongs to bottle {slug}")]
+    IpTaken { ip: String, slug: String },
+    /// No grant has this id.
+    #[error("no grant with id {0}")]
+    GrantNotFound(String),
+    /// The grant has already ended.
+    #[error("grant {id} already ended ({reason} at {at})")]
+    GrantEnded {
+        id: String,
+        reason: String,
+        at: String,
+    },
+    /// The bottle has as many undecided proposals as it may have.
+    #[error(
+        "bottle {slug} already has {limit} undecided proposals; wait for them to be decided, \
+         or check them with check-proposal, before proposing more"
+    )]
+    PendingCapReached { slug: String, limit: u32 },
+    /// Read commands never create a database.
+    #[error("no supervise database at {}", .0.display())]
+    Missing(PathBuf),
+    /// The file exists but is not a supervise database; it was not touched.
+    #[error("{} is not a supervise database (left untouched)", .0.display())]
+    NotSupervise(PathBuf),
+    /// The database was written by a newer supervise.
+    #[error(
+        "the database schema (version {found}) is newer than this build knows ({known}); upgrade supervise"
+    )]
+    SchemaTooNew { found: i64, known: i64 },
+    /// Another process held the write lock past the busy timeout. Retry later.
+    #[error("the database is busy (another process holds the write lock); try again")]
+    Busy,
+    /// Any other database failure.
+    #[error("database error: {0}")]
+    Database(String),
+}
+
+fn by_when(by: &Option<String>, at: &Option<String>) -> String {
+    match (by, at) {
+        (Some(by), Some(at)) => format!(" (by {by} at {at})"),
+        (None, Some(at)) => format!(" (at {at})"),
+        _ => String::new(),
+    }
+}
+
+impl StoreError {
+    /// Whether retrying the same call later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, StoreError::Busy)
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        match &err {
+            sqlx::Error::Database(db) => {
+                // SQLITE_BUSY (5) and its extended codes, SQLITE_LOCKED (6).
+                let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
+                if code & 0xff == 5 || code & 0xff == 6 {
+                    StoreError::Busy
+                } else {
+                    StoreError::Database(db.message().to_string())
+                }
+            }
+            sqlx::Error::PoolTimedOut => StoreError::Busy,
+            other => StoreError::Database(other.to_string()),
+        }
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(err: sqlx::migrate::MigrateError) -> Self {
+        StoreError::Database(format!("migration failed: {err}"))
+    }
+}

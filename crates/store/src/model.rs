@@ -1,0 +1,250 @@
+//! The store's domain types: bottles, proposals, decisions, grants and events. These are
+//! what callers see; the SQLite rows behind them stay private to `db.rs`.
+
+use std::net::IpAddr;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::change::Kind;
+
+/// A proposal's state. `Pending` may be decided, expire or be withdrawn; the rest are final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pending,
+    Approved,
+    Modified,
+    Rejected,
+    Expired,
+    Withdrawn,
+}
+
+impl Status {
+    /// The name used in the database and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Approved => "approved",
+            Status::Modified => "modified",
+            Status::Rejected => "rejected",
+            Status::Expired => "expired",
+            Status::Withdrawn => "withdrawn",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Status {
+        match s {
+            "pending" => Status::Pending,
+            "approved" => Status::Approved,
+            "modified" => Status::Modified,
+            "rejected" => Status::Rejected,
+            "expired" => Status::Expired,
+            _ => Status::Withdrawn,
+        }
+    }
+
+    /// Approved, modified or rejected: an operator's decision.
+    pub fn is_decision(self) -> bool {
+        matches!(self, Status::Approved | Status::Modified | Status::Rejected)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A registered bottle (one generation of a slug).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Bottle {
+    /// Generation id: a removed and re-added slug gets a new one.
+    pub id: i64,
+    pub slug: String,
+    pub ip: IpAddr,
+    pub created_at: String,
+}
+
+/// An operator's decision on a proposal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    /// The change granted (as proposed, or the operator's); `None` when rejected.
+    pub change: Option<Value>,
+    pub note: Option<String>,
+    pub decided_by: String,
+    pub decided_at: String,
+}
+
+/// A proposal with its current state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Proposal {
+    pub id: String,
+    /// The bottle's slug.
+    pub bottle: String,
+    #[serde(skip)]
+    pub bottle_id: i64,
+    #[serde(serialize_with = "ser_kind")]
+    pub kind: Kind,
+    /// The normalised change, e.g. `{"host": "example.com", "port": 443}`.
+    pub change: Value,
+    pub justification: String,
+    /// Effective status: a pending proposal past its expiry reads as `Expired`.
+    pub status: Status,
+    /// Risk flags of the proposed change (and of the decision's change, for `modify`).
+    pub flags: Vec<String>,
+    /// Times this change was asked for (1 + repeats + cooldown hits).
+    pub hits: i64,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub decision: Option<Decision>,
+    /// When the outcome reached the agent (or could no longer reach it).
+    pub archived_at: Option<String>,
+}
+
+fn ser_kind<S: serde::Serializer>(kind: &Kind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.as_str())
+}
+
+/// What `propose` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Proposed {
+    /// A new pending proposal was queued.
+    Created(Proposal),
+    /// An identical undecided proposal from the same bottle existed: it is returned, with its
+    /// hit count raised; nothing new was queued.
+    Repeated(Proposal),
+    /// An identical change was rejected within the cooldown: the earlier rejected proposal
+    /// is returned (its note is the answer), a hit counted on it, nothing queued.
+    AutoRejected(Proposal),
+}
+
+impl Proposed {
+    /// The proposal, whichever way it came.
+    pub fn proposal(&self) -> &Proposal {
+        match self {
+            Proposed::Created(p) | Proposed::Repeated(p) | Proposed::AutoRejected(p) => p,
+        }
+    }
+
+    /// Moves the proposal out.
+    pub fn into_proposal(self) -> Proposal {
+        match self {
+            Proposed::Created(p) | Proposed::Repeated(p) | Proposed::AutoRejected(p) => p,
+        }
+    }
+}
+
+/// A request to file a proposal (one item of a group commit).
+#[derive(Debug, Clone)]
+pub struct NewProposal {
+    /// The bottle's generation id, from [`Bottle::id`].
+    pub bottle_id: i64,
+    pub kind: Kind,
+    /// The change as the agent gave it (validated and normalised by the store).
+    pub change: Value,
+    pub justification: String,
+}
+
+/// What `take_decision` found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delivery {
+    /// Decided: the decision is delivered and the proposal archived (exactly once).
+    Decided(Proposal),
+    /// Still undecided.
+    Pending(Proposal),
+    /// Undecided past its expiry: now archived as expired (exactly once).
+    Expired(Proposal),
+    /// No such id for this bottle, or already delivered.
+    Unknown,
+}
+
+/// An operator's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Approve,
+    /// Approve a different change of the same kind: these fields are merged over the
+    /// proposed change and the result validated like a proposal.
+    Modify(serde_json::Map<String, Value>),
+    Reject,
+}
+
+/// Which proposals `list` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StatusFilter {
+    /// Undecided and not expired (the operator's queue).
+    #[default]
+    Pending,
+    /// Decided, not yet delivered.
+    Decided,
+    /// Delivered, expired or withdrawn: no longer active.
+    Archived,
+    /// Expired (whether or not the agent has been told).
+    Expired,
+    All,
+}
+
+impl StatusFilter {
+    /// Parses the CLI's `--status` values.
+    pub fn parse(s: &str) -> Option<StatusFilter> {
+        Some(match s {
+            "pending" => StatusFilter::Pending,
+            "decided" => StatusFilter::Decided,
+            "archived" => StatusFilter::Archived,
+            "expired" => StatusFilter::Expired,
+            "all" => StatusFilter::All,
+            _ => return None,
+        })
+    }
+}
+
+/// A grant: a change in the bottle's policy made by approve or modify.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Grant {
+    pub id: String,
+    pub bottle: String,
+    pub proposal_id: String,
+    #[serde(serialize_with = "ser_kind")]
+    pub kind: Kind,
+    pub change: Value,
+    pub granted_by: String,
+    pub created_at: String,
+    /// `None`: until revoked.
+    pub expires_at: Option<String>,
+    pub ended_at: Option<String>,
+    /// `revoked`, `expired` or `bottle-removed`.
+    pub end_reason: Option<String>,
+}
+
+/// One audit event; `seq` orders them and is the change feed's cursor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    pub seq: i64,
+    pub at: String,
+    pub event: String,
+    /// `bottle:SLUG`, `operator:NAME` or `system`.
+    pub actor: String,
+    pub bottle: Option<String>,
+    #[serde(skip)]
+    pub bottle_id: Option<i64>,
+    pub proposal_id: Option<String>,
+    pub grant_id: Option<String>,
+    pub kind: Option<String>,
+    pub change: Option<Value>,
+    pub note: Option<String>,
+}
+
+/// What a sweep changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    pub expired_proposals: u64,
+    pub expired_grants: u64,
+}
+
+/// How `register_bottle` left the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registered {
+    Added,
+    Updated,
+    Unchanged,
+}
