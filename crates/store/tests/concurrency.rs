@@ -1,0 +1,198 @@
+//! Races between two pools on one file, as the server and the CLI are: a decision is
+//! delivered exactly once, and of two conflicting decisions exactly one wins.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use serde_json::json;
+use supervise_store::{Delivery, Policy, Status, Store, StoreError, Verdict};
+
+/// Two independent stores (pools, writer slots) on the same file.
+async fn two_pools(db: &TestDb) -> (Store, Store) {
+    let policy = Policy {
+        max_pending_per_bottle: None,
+        ..Policy::default()
+    };
+    (db.open_policy(policy).await, db.open_policy(policy).await)
+}
+
+/// Polls `id` from `n` tasks split across both pools; returns (decided, unknown, pending).
+async fn poll_all(a: &Store, b: &Store, bottle: i64, id: &str, n: usize) -> (usize, usize, usize) {
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let id = id.to_string();
+        tasks.push(tokio::spawn(async move {
+            store.take_decision(bottle, &id).await
+        }));
+    }
+    let (mut decided, mut unknown, mut pending) = (0, 0, 0);
+    for t in tasks {
+        match t.await.unwrap().expect("no poll may fail") {
+            Delivery::Decided(_) => decided += 1,
+            Delivery::Unknown => unknown += 1,
+            Delivery::Pending(_) => pending += 1,
+            Delivery::Expired(p) => panic!("unexpected expiry of {}", p.id),
+        }
+    }
+    (decided, unknown, pending)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_four_polls_deliver_once() {
+    let db = TestDb::new();
+    let (server, cli) = two_pools(&db).await;
+    let b = bottle(&server, "demo", "127.0.0.1").await;
+    let id = created(&server, egress(&b, "a.example")).await;
+    cli.decide(&id, Verdict::Approve, "op", None, None)
+        .await
+        .unwrap();
+    let (decided, unknown, pending) = poll_all(&server, &cli, b.id, &id, 64).await;
+    assert_eq!((decided, unknown, pending), (1, 63, 0));
+    let delivered = server
+        .audit(None)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.event == "delivered")
+        .count();
+    assert_eq!(delivered, 1, "one delivery in the audit trail");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_proposals_polled_while_decided() {
+    let db = TestDb::new();
+    let (server, cli) = two_pools(&db).await;
+    let b = bottle(&server, "demo", "127.0.0.1").await;
+    let mut ids = Vec::new();
+    for i in 0..24 {
+        ids.push(created(&server, egress(&b, &format!("h{i}.example"))).await);
+    }
+    // Pollers loop until the proposal is gone, while the other pool decides them all.
+    let delivered = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut pollers = Vec::new();
+    for (n, id) in ids.iter().enumerate() {
+        for k in 0..8 {
+            let store = if (n + k) % 2 == 0 {
+                server.clone()
+            } else {
+                cli.clone()
+            };
+            let id = id.clone();
+            let delivered = delivered.clone();
+            pollers.push(tokio::spawn(async move {
+                loop {
+                    match store.take_decision(b.id, &id).await.expect("poll") {
+                        Delivery::Pending(_) => tokio::task::yield_now().await,
+                        Delivery::Decided(p) => {
+                            delivered.lock().unwrap().push(p.id);
+                            return;
+                        }
+                        Delivery::Unknown => return,
+                        Delivery::Expired(_) => panic!("expired"),
+                    }
+                }
+            }));
+        }
+    }
+    for (n, id) in ids.iter().enumerate() {
+        let verdict = if n % 3 == 0 {
+            Verdict::Reject
+        } else {
+            Verdict::Approve
+        };
+        cli.decide(id, verdict, "op", None, None).await.unwrap();
+    }
+    for p in pollers {
+        p.await.unwrap();
+    }
+    let mut got = delivered.lock().unwrap().clone();
+    got.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(got, want, "every decision delivered exactly once");
+    let c = counts(&db.path).await;
+    assert_eq!(c["archived"], 24);
+    assert_eq!(c["grants"], 16);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn approve_racing_reject_one_wins() {
+    let db = TestDb::new();
+    let (server, cli) = two_pools(&db).await;
+    let b = bottle(&server, "demo", "127.0.0.1").await;
+    for round in 0..20 {
+        let id = created(&server, egress(&b, &format!("r{round}.example"))).await;
+        let (s1, s2) = (server.clone(), cli.clone());
+        let (i1, i2) = (id.clone(), id.clone());
+        let approve =
+            tokio::spawn(
+                async move { s1.decide(&i1, Verdict::Approve, "alice", None, None).await },
+            );
+        let reject = tokio::spawn(async move {
+            s2.decide(&i2, Verdict::Reject, "bob", Some("no"), None)
+                .await
+        });
+        let (a, r) = (approve.await.unwrap(), reject.await.unwrap());
+        let winner = match (&a, &r) {
+            (
+                Ok(p),
+                Err(StoreError::NotPending {
+                    status, decided_by, ..
+                }),
+            ) => {
+                assert_eq!(*status, Status::Approved);
+                assert_eq!(decided_by.as_deref(), Some("alice"));
+                p.status
+            }
+            (
+                Err(StoreError::NotPending {
+                    status, decided_by, ..
+                }),
+                Ok(p),
+            ) => {
+                assert_eq!(*status, Status::Rejected);
+                assert_eq!(decided_by.as_deref(), Some("bob"));
+                p.status
+            }
+            other => panic!("round {round}: exactly one must win, got {other:?}"),
+        };
+        let (p, history) = server.show(&id).await.unwrap();
+        assert_eq!(p.status, winner);
+        let decisions = history
+            .iter()
+            .filter(|e| e.event == "approved" || e.event == "rejected")
+            .count();
+        assert_eq!(decisions, 1);
+    }
+    let c = counts(&db.path).await;
+    assert!(c["grants"].as_i64().unwrap() <= 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_identical_proposals_coalesce() {
+    let db = TestDb::new();
+    let (server, cli) = two_pools(&db).await;
+    let b = bottle(&server, "demo", "127.0.0.1").await;
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let store = if i % 2 == 0 {
+            server.clone()
+        } else {
+            cli.clone()
+        };
+        let item = egress(&b, "same.example");
+        tasks.push(tokio::spawn(async move { store.propose(item).await }));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for t in tasks {
+        ids.insert(t.await.unwrap().unwrap().into_proposal().id);
+    }
+    assert_eq!(ids.len(), 1, "one proposal for one change");
+    let c = counts(&db.path).await;
+    assert_eq!(c["proposals"], 1);
+    assert_eq!(c["hits"], 32);
+    assert_eq!(json!(c["pending"]), json!(1));
+}
