@@ -1,0 +1,142 @@
+//! Opening files: a new file is created and migrated, reopening is a no-op, and a file that
+//! is not ours (or is newer than us) is refused and left byte-for-byte untouched.
+
+mod common;
+
+use common::*;
+use sqlx::Connection;
+use supervise_store::{Store, StoreError, StoreOptions};
+
+async fn raw(path: &std::path::Path) -> sqlx::sqlite::SqliteConnection {
+    sqlx::sqlite::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn new_file_is_migrated_and_reopen_is_idempotent() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    let b = bottle(&store, "demo", "127.0.0.1").await;
+    created(&store, egress(&b, "a.example")).await;
+    store.close().await;
+    let before = counts(&db.path).await;
+    for _ in 0..3 {
+        let again = db.open().await;
+        again.close().await;
+    }
+    assert_eq!(counts(&db.path).await, before);
+    let mut conn = raw(&db.path).await;
+    let applied: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "sql")
+        })
+        .count();
+    assert_eq!(applied as usize, files, "each migration applied once");
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[tokio::test]
+async fn missing_file_is_not_created_without_create() {
+    let db = TestDb::new();
+    let r = Store::open(
+        &db.path,
+        StoreOptions {
+            create: false,
+            ..StoreOptions::default()
+        },
+    )
+    .await;
+    assert!(matches!(r, Err(StoreError::Missing(_))), "{r:?}");
+    assert!(!db.path.exists());
+}
+
+#[tokio::test]
+async fn foreign_files_are_refused_untouched() {
+    let db = TestDb::new();
+    // Not SQLite at all.
+    std::fs::write(&db.path, b"hello, I am a text file\n").unwrap();
+    let r = Store::open(&db.path, StoreOptions::default()).await;
+    assert!(matches!(r, Err(StoreError::NotSupervise(_))), "{r:?}");
+    assert_eq!(
+        std::fs::read(&db.path).unwrap(),
+        b"hello, I am a text file\n"
+    );
+
+    // SQLite, but someone else's.
+    let other = db.dir.path().join("other.db");
+    {
+        let mut conn = raw(&other).await;
+        sqlx::query("CREATE TABLE notes (body TEXT)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+    }
+    let bytes = std::fs::read(&other).unwrap();
+    let r = Store::open(&other, StoreOptions::default()).await;
+    assert!(matches!(r, Err(StoreError::NotSupervise(_))), "{r:?}");
+    assert_eq!(std::fs::read(&other).unwrap(), bytes, "left untouched");
+}
+
+#[tokio::test]
+async fn newer_schema_is_refused() {
+    let db = TestDb::new();
+    db.open().await.close().await;
+    {
+        let mut conn = raw(&db.path).await;
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (99990101000000, 'from the future', 1, x'00', 0)",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        conn.close().await.unwrap();
+    }
+    let r = Store::open(&db.path, StoreOptions::default()).await;
+    match r {
+        Err(StoreError::SchemaTooNew { found, .. }) => assert_eq!(found, 99990101000000),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn empty_file_is_a_new_database() {
+    let db = TestDb::new();
+    std::fs::write(&db.path, b"").unwrap();
+    let store = db.open().await;
+    bottle(&store, "demo", "127.0.0.1").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_opens_agree() {
+    // Server and CLI starting on a fresh file at the same moment both migrate.
+    let db = TestDb::new();
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let path = db.path.clone();
+        tasks.push(tokio::spawn(async move {
+            Store::open(&path, StoreOptions::default()).await
+        }));
+    }
+    for t in tasks {
+        let store = t.await.unwrap().expect("every opener succeeds");
+        store.health().await.unwrap();
+    }
+    let store = db.open().await;
+    bottle(&store, "demo", "127.0.0.1").await;
+}
