@@ -33,7 +33,11 @@ fn format(t: OffsetDateTime) -> String {
 
 /// Parses a stored time.
 pub fn parse(text: &str) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(text, FORMAT).ok()
+    // The format's `Z` is a literal, not an offset component, so parse the wall-clock
+    // time and pin it to UTC (OffsetDateTime::parse refuses a format without an offset).
+    time::PrimitiveDateTime::parse(text, FORMAT)
+        .ok()
+        .map(time::PrimitiveDateTime::assume_utc)
 }
 
 /// Seconds from now until `text` (negative when past).
