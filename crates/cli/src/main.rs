@@ -1,1 +1,175 @@
-fn main() {}
+//! `supervise`, the operator CLI: decide what sandboxed agents may reach, on the same
+//! SQLite database a running `supervise-server` uses.
+//!
+//! Layout: [`cli`] is the command line (clap), [`cmd`] one module per command family,
+//! [`render`] human output (tables, colour, safe text), [`json`] the `--json` documents,
+//! [`config`] the database path and operator name, [`exit`] the exit codes, [`glob`] the
+//! bulk-decision matcher. All state changes go through `supervise-store`.
+
+mod cli;
+mod cmd;
+mod config;
+mod exit;
+mod glob;
+mod json;
+mod render;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{CommandFactory, Parser};
+
+use crate::cli::{BottleCommand, Cli, Command};
+use crate::cmd::Ctx;
+use crate::cmd::decide::Action;
+use crate::render::Style;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // --help and --version arrive here too, printed on stdout; a closed pipe is fine.
+            let _ = err.print();
+            let code = if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            };
+            return ExitCode::from(code);
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(run(cli, &mut out)));
+    match result {
+        Ok(()) => ExitCode::from(exit::SUCCESS),
+        Err(err) if exit::is_broken_pipe(&err) => ExitCode::from(exit::SUCCESS),
+        Err(err) => {
+            eprintln!("error: {}", exit::message(&err));
+            ExitCode::from(exit::REFUSED)
+        }
+    }
+}
+
+async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
+    let ctx = Ctx {
+        db: config::db_path(cli.db.as_deref()),
+        operator: cli.operator.unwrap_or_else(config::login_user),
+        style: Style::detect(cli.color),
+        width: render::output_width(),
+    };
+    match cli.command {
+        Command::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "supervise", &mut buf);
+            out.write_all(&buf)?;
+            out.flush()?;
+            Ok(())
+        }
+        Command::Bottle(BottleCommand::Add { slug, ip }) => {
+            cmd::bottle::add(&ctx, &slug, ip, out).await
+        }
+        command => {
+            let store = ctx.open().await?;
+            let result = dispatch(&ctx, &store, command, out).await;
+            store.close().await;
+            result
+        }
+    }
+}
+
+async fn dispatch(
+    ctx: &Ctx,
+    store: &supervise_store::Store,
+    command: Command,
+    out: &mut dyn Write,
+) -> Result<()> {
+    match command {
+        Command::List(args) => cmd::list::run(ctx, store, &args, out).await,
+        Command::Show { id, json } => cmd::show::run(ctx, store, &id, json, out).await,
+        Command::Approve {
+            id,
+            note,
+            grant_for,
+            bulk,
+        } => match id {
+            Some(id) => {
+                cmd::decide::one(
+                    ctx,
+                    store,
+                    &id,
+                    Action::Approve,
+                    note.as_deref(),
+                    grant_for,
+                    out,
+                )
+                .await
+            }
+            None => {
+                cmd::decide::bulk(
+                    ctx,
+                    store,
+                    &bulk,
+                    Action::Approve,
+                    note.as_deref(),
+                    grant_for,
+                    out,
+                )
+                .await
+            }
+        },
+        Command::Modify {
+            id,
+            change,
+            note,
+            grant_for,
+        } => {
+            cmd::decide::one(
+                ctx,
+                store,
+                &id,
+                Action::Modify(change),
+                note.as_deref(),
+                grant_for,
+                out,
+            )
+            .await
+        }
+        Command::Reject { id, note, bulk } => match id {
+            Some(id) => {
+                cmd::decide::one(ctx, store, &id, Action::Reject, note.as_deref(), None, out).await
+            }
+            None => {
+                cmd::decide::bulk(
+                    ctx,
+                    store,
+                    &bulk,
+                    Action::Reject,
+                    note.as_deref(),
+                    None,
+                    out,
+                )
+                .await
+            }
+        },
+        Command::Bottle(BottleCommand::List { json }) => {
+            cmd::bottle::list(ctx, store, json, out).await
+        }
+        Command::Bottle(BottleCommand::Rm { slug }) => {
+            cmd::bottle::remove(ctx, store, &slug, out).await
+        }
+        Command::Bottle(BottleCommand::Add { .. }) | Command::Completions { .. } => {
+            unreachable!("handled before the database is opened")
+        }
+        Command::Policy { slug, json } => cmd::policy::show(ctx, store, &slug, json, out).await,
+        Command::Revoke { grant_id } => cmd::policy::revoke(ctx, store, &grant_id, out).await,
+        Command::Audit { bottle, json } => {
+            cmd::audit::run(ctx, store, bottle.as_deref(), json, out).await
+        }
+    }
+}

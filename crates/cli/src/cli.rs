@@ -1,0 +1,374 @@
+//! The command line: every command, flag and help text (with an example per command).
+//! Parsing problems are clap's, so they exit with [`crate::exit::USAGE`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::{Map, Value};
+use supervise_store::{StatusFilter, clock};
+
+use crate::config;
+use crate::render::ColorChoice;
+
+const ABOUT: &str = "Decide what sandboxed agents may reach: the operator's side of supervise.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  supervise list                         # pending proposals, oldest first
+  supervise show 019ad1e2                # one proposal (a unique id prefix is enough)
+  supervise approve 019ad1e2 --for 8h    # grant it for eight hours
+  supervise list --watch                 # follow new proposals and decisions
+
+Exit codes: 0 done, 1 refused (stderr says why), 2 usage.";
+
+#[derive(Debug, Parser)]
+#[command(name = "supervise", version, about = ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// The supervise database [env: SUPERVISE_DB] [default: ./supervise.db]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    /// Operator name recorded on decisions [default: $USER, else $LOGNAME]
+    #[arg(long = "as", global = true, value_name = "NAME", value_parser = config::valid_operator)]
+    pub operator: Option<String>,
+
+    /// Colour human output: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub color: ColorChoice,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List proposals, oldest first (default: pending)
+    #[command(after_help = "\
+Examples:
+  supervise list
+  supervise list --bottle demo --status all
+  supervise list --json | jq -r '.proposals[].id'
+  supervise list --watch            # a line per change; Ctrl-C to stop")]
+    List(ListArgs),
+
+    /// Show one proposal with its decision and history
+    #[command(after_help = "\
+Examples:
+  supervise show 019ad1e2
+  supervise show 019ad1e2-5c4b-7f3e-9a61-2b7c0e4d8f10 --json")]
+    Show {
+        /// Proposal id, or a unique prefix of one
+        id: String,
+        /// Print one JSON document instead of text
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Approve a proposal as proposed (or every pending match with --bottle/--kind/--match)
+    #[command(after_help = "\
+Examples:
+  supervise approve 019ad1e2
+  supervise approve 019ad1e2 --for 30m --note 'for the release build'
+  supervise approve --bottle demo --kind egress --match '*.github.com' --dry-run
+  supervise approve --bottle demo --kind git-push --match 'refs/heads/feature/*'")]
+    Approve {
+        /// Proposal id, or a unique prefix of one
+        #[arg(required_unless_present = "bottle", conflicts_with = "bottle")]
+        id: Option<String>,
+        /// A note for the agent
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+        /// Let the grant end after this long (90s, 30m, 8h, 7d); default: until revoked
+        #[arg(long = "for", value_name = "DURATION", value_parser = parse_grant_duration)]
+        grant_for: Option<Duration>,
+        #[command(flatten)]
+        bulk: BulkArgs,
+    },
+
+    /// Approve a different change of the same kind (merged over the proposed one)
+    #[command(after_help = "\
+The JSON object is merged over the proposed change, field by field, and the result is
+validated like a proposal: egress takes host and port, git-push takes remote and ref.
+A --change that is not a JSON object is a usage error (exit 2); a change the store
+refuses (e.g. port 0) is refused with exit 1, naming the field.
+
+Examples:
+  supervise modify 019ad1e2 --change '{\"port\": 8443}'
+  supervise modify 019ad1e2 --change '{\"host\": \"api.example.com\"}' --for 1h")]
+    Modify {
+        /// Proposal id, or a unique prefix of one
+        id: String,
+        /// Fields to change, as a JSON object
+        #[arg(long, value_name = "JSON", value_parser = parse_change)]
+        change: Map<String, Value>,
+        /// A note for the agent
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+        /// Let the grant end after this long (90s, 30m, 8h, 7d); default: until revoked
+        #[arg(long = "for", value_name = "DURATION", value_parser = parse_grant_duration)]
+        grant_for: Option<Duration>,
+    },
+
+    /// Reject a proposal (or every pending match with --bottle/--kind/--match)
+    #[command(after_help = "\
+Examples:
+  supervise reject 019ad1e2 --note 'use the internal mirror instead'
+  supervise reject --bottle demo --kind egress --match '*' --include-flagged")]
+    Reject {
+        /// Proposal id, or a unique prefix of one
+        #[arg(required_unless_present = "bottle", conflicts_with = "bottle")]
+        id: Option<String>,
+        /// Why: the note reaches the agent
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+        #[command(flatten)]
+        bulk: BulkArgs,
+    },
+
+    /// Manage the bottle registry used to attribute callers by source IP
+    #[command(
+        subcommand,
+        after_help = "\
+Examples:
+  supervise bottle add demo --ip 10.0.3.2
+  supervise bottle list
+  supervise bottle rm demo"
+    )]
+    Bottle(BottleCommand),
+
+    /// The grants in force for a bottle, with time left
+    #[command(after_help = "\
+Examples:
+  supervise policy demo
+  supervise policy demo --json | jq '.grants[] | {id, change, seconds_left}'")]
+    Policy {
+        /// The bottle's slug
+        slug: String,
+        /// Print one JSON document instead of text
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// End a grant now
+    #[command(after_help = "\
+Examples:
+  supervise revoke 019ad1f0-0a1b-7c2d-8e3f-405162738495   # the full id, from `policy`")]
+    Revoke {
+        /// The grant's full id (see `supervise policy SLUG`)
+        grant_id: String,
+    },
+
+    /// The audit trail: every event, oldest first, with full ids
+    #[command(after_help = "\
+Examples:
+  supervise audit
+  supervise audit --bottle demo --json | jq -c '.events[]'")]
+    Audit {
+        /// Only this bottle's events (every bottle ever registered under the slug)
+        #[arg(long, value_name = "SLUG")]
+        bottle: Option<String>,
+        /// Print one JSON document instead of text
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Print shell completions
+    #[command(after_help = "\
+Examples:
+  supervise completions bash > /etc/bash_completion.d/supervise
+  supervise completions zsh > \"${fpath[1]}/_supervise\"
+  supervise completions fish > ~/.config/fish/completions/supervise.fish")]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only this bottle's proposals
+    #[arg(long, value_name = "SLUG")]
+    pub bottle: Option<String>,
+    /// Which proposals: pending, decided (not yet delivered), archived, expired, all
+    #[arg(long, value_enum, default_value = "pending")]
+    pub status: StatusArg,
+    /// Print one JSON document instead of a table (with --watch: JSON Lines)
+    #[arg(long)]
+    pub json: bool,
+    /// Keep running: print a line for each new proposal, decision or other change
+    #[arg(long)]
+    pub watch: bool,
+}
+
+/// Deciding many proposals at once: every pending proposal of one bottle whose change
+/// matches a glob.
+#[derive(Debug, Args)]
+pub struct BulkArgs {
+    /// Decide every pending proposal of this bottle that matches --kind and --match
+    #[arg(long, value_name = "SLUG", requires_all = ["kind", "pattern"])]
+    pub bottle: Option<String>,
+    /// With --bottle: the kind of change
+    #[arg(long, value_enum, requires = "bottle")]
+    pub kind: Option<KindArg>,
+    /// With --bottle: a glob (`*` any text, `?` one character) over the host (egress) or
+    /// the ref (git-push; `feature/*` also matches refs/heads/feature/...)
+    #[arg(
+        long = "match",
+        id = "pattern",
+        value_name = "GLOB",
+        requires = "bottle"
+    )]
+    pub pattern: Option<String>,
+    /// With --bottle: decide flagged (risky) proposals too; by default they are skipped
+    #[arg(long, requires = "bottle")]
+    pub include_flagged: bool,
+    /// With --bottle: print what would be decided, change nothing
+    #[arg(long, requires = "bottle")]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BottleCommand {
+    /// Register a bottle (creates and migrates the database if it does not exist)
+    Add {
+        /// Short name: a-z, 0-9 and '-'
+        slug: String,
+        /// The source address its calls come from
+        #[arg(long, value_name = "IP")]
+        ip: std::net::IpAddr,
+    },
+    /// List registered bottles
+    List {
+        /// Print one JSON document instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a bottle: withdraws its undecided proposals and ends its grants
+    Rm {
+        /// The bottle's slug
+        slug: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusArg {
+    Pending,
+    Decided,
+    Archived,
+    Expired,
+    All,
+}
+
+impl From<StatusArg> for StatusFilter {
+    fn from(s: StatusArg) -> StatusFilter {
+        match s {
+            StatusArg::Pending => StatusFilter::Pending,
+            StatusArg::Decided => StatusFilter::Decided,
+            StatusArg::Archived => StatusFilter::Archived,
+            StatusArg::Expired => StatusFilter::Expired,
+            StatusArg::All => StatusFilter::All,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KindArg {
+    Egress,
+    GitPush,
+}
+
+impl KindArg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KindArg::Egress => "egress",
+            KindArg::GitPush => "git-push",
+        }
+    }
+}
+
+/// `--for`: a duration the store's syntax accepts, longer than zero.
+fn parse_grant_duration(text: &str) -> Result<Duration, String> {
+    let d = clock::parse_duration(text)
+        .map_err(|_| format!("{text:?} is not a duration like 90s, 30m, 8h or 7d"))?;
+    if d.is_zero() {
+        return Err(
+            "a grant must last longer than 0; leave --for out for one until revoked".into(),
+        );
+    }
+    Ok(d)
+}
+
+/// `--change`: a non-empty JSON object.
+fn parse_change(text: &str) -> Result<Map<String, Value>, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        format!("not valid JSON ({e}); write an object such as '{{\"port\": 8443}}'")
+    })?;
+    match value {
+        Value::Object(map) if map.is_empty() => {
+            Err("the object is empty, so nothing would change; use `approve`".into())
+        }
+        Value::Object(map) => Ok(map),
+        other => Err(format!(
+            "must be a JSON object such as '{{\"port\": 8443}}', not {}",
+            json_type(&other)
+        )),
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_has_an_example() {
+        let cmd = Cli::command();
+        for sub in cmd.get_subcommands() {
+            let help = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                help.contains("Examples:"),
+                "{} has no example",
+                sub.get_name()
+            );
+        }
+    }
+
+    #[test]
+    fn change_must_be_an_object() {
+        assert!(parse_change(r#"{"port": 8443}"#).is_ok());
+        assert!(parse_change("{}").is_err());
+        assert!(parse_change("[1]").unwrap_err().contains("an array"));
+        assert!(
+            parse_change("{port: 1}")
+                .unwrap_err()
+                .contains("not valid JSON")
+        );
+    }
+
+    #[test]
+    fn grant_durations() {
+        assert_eq!(parse_grant_duration("2s").unwrap(), Duration::from_secs(2));
+        assert!(parse_grant_duration("0").is_err());
+        assert!(parse_grant_duration("soon").is_err());
+    }
+}

@@ -1,0 +1,68 @@
+//! `supervise audit`: the event trail, oldest first, with full ids.
+
+use std::io::Write;
+
+use anyhow::Result;
+use supervise_store::{StatusFilter, Store};
+
+use super::{Ctx, print_json};
+use crate::json::{EventList, EventView};
+use crate::render::{self, Cell, Color, Table};
+
+pub async fn run(
+    ctx: &Ctx,
+    store: &Store,
+    bottle: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if let Some(slug) = bottle {
+        // Refuses a slug that was never registered (a typo), instead of an empty trail.
+        store.list(Some(slug), StatusFilter::Pending).await?;
+    }
+    let events = store.audit(bottle).await?;
+    if json {
+        let doc = EventList {
+            events: events.iter().map(EventView::from).collect(),
+        };
+        return print_json(out, &doc);
+    }
+    if events.is_empty() {
+        writeln!(out, "no events")?;
+        return Ok(());
+    }
+    let mut t = Table::new(vec![
+        "SEQ", "AT", "EVENT", "ACTOR", "BOTTLE", "PROPOSAL", "GRANT", "CHANGE", "NOTE",
+    ])
+    .flexible(8);
+    for e in &events {
+        let change = match (&e.kind, &e.change) {
+            (Some(kind), Some(change)) => format!("{kind} {}", render::change_text(kind, change)),
+            _ => "-".into(),
+        };
+        t.push(vec![
+            Cell::new(e.seq.to_string()),
+            Cell::new(&e.at),
+            Cell::colored(&e.event, Color::Bold),
+            Cell::new(render::one_line(&e.actor)),
+            Cell::new(
+                e.bottle
+                    .as_deref()
+                    .map(render::one_line)
+                    .unwrap_or_else(|| "-".into()),
+            ),
+            Cell::colored(
+                e.proposal_id.clone().unwrap_or_else(|| "-".into()),
+                Color::Cyan,
+            ),
+            Cell::new(e.grant_id.clone().unwrap_or_else(|| "-".into())),
+            Cell::new(change),
+            Cell::new(e.note.as_deref().map(render::one_line).unwrap_or_default()),
+        ]);
+    }
+    for line in t.render(ctx.style, ctx.width) {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! `approve`, `modify` and `reject`: one proposal by id, or in bulk every pending proposal
+//! of a bottle whose change matches a glob. Each decision prints one confirming line.
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use serde_json::{Map, Value};
+use supervise_store::{Kind, Proposal, StatusFilter, Store, StoreError, Verdict};
+
+use super::Ctx;
+use crate::cli::BulkArgs;
+use crate::glob;
+use crate::render::{self, Color};
+
+/// What to decide, as the operator typed it.
+#[derive(Debug, Clone)]
+pub enum Action {
+    Approve,
+    Modify(Map<String, Value>),
+    Reject,
+}
+
+impl Action {
+    fn verb(&self) -> &'static str {
+        match self {
+            Action::Approve => "approve",
+            Action::Modify(_) => "modify",
+            Action::Reject => "reject",
+        }
+    }
+
+    fn verdict(&self) -> Verdict {
+        match self {
+            Action::Approve => Verdict::Approve,
+            Action::Modify(patch) => Verdict::Modify(patch.clone()),
+            Action::Reject => Verdict::Reject,
+        }
+    }
+}
+
+/// Decides one proposal and prints what happened.
+pub async fn one(
+    ctx: &Ctx,
+    store: &Store,
+    id: &str,
+    action: Action,
+    note: Option<&str>,
+    grant_for: Option<Duration>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let decided = match store
+        .decide(id, action.verdict(), &ctx.operator, note, grant_for)
+        .await
+    {
+        Ok(p) => p,
+        Err(e @ StoreError::Invalid { .. }) => {
+            return Err(
+                anyhow::Error::new(e).context(format!("cannot {} proposal {id}", action.verb()))
+            );
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let line = confirmation(ctx, store, &decided).await;
+    writeln!(out, "{line}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `approved 019a… (demo: egress a.com:443); grant 019b… for 30m 0s [flags: …]`
+async fn confirmation(ctx: &Ctx, store: &Store, p: &Proposal) -> String {
+    let s = ctx.style;
+    let kind = p.kind.as_str();
+    let mut what = render::change_text(kind, &p.change);
+    if let Some(granted) = p.decision.as_ref().and_then(|d| d.change.as_ref())
+        && granted != &p.change
+    {
+        what = format!("{what} -> {}", render::change_text(kind, granted));
+    }
+    let mut line = format!(
+        "{} {} ({}: {kind} {what})",
+        super::list::paint_status(s, p.status),
+        s.paint(Color::Cyan, &p.id),
+        render::one_line(&p.bottle)
+    );
+    if p.status.is_decision() && p.decision.as_ref().is_some_and(|d| d.change.is_some()) {
+        line.push_str(&grant_text(store, p).await);
+    }
+    if !p.flags.is_empty() {
+        line.push_str(&format!(
+            " {}",
+            s.paint(Color::Red, &format!("[flags: {}]", p.flags.join(", ")))
+        ));
+    }
+    line
+}
+
+/// `; grant ID until revoked` or `; grant ID for 29m 59s`.
+async fn grant_text(store: &Store, p: &Proposal) -> String {
+    let grant = match store.policy_of(&p.bottle).await {
+        Ok(grants) => grants.into_iter().find(|g| g.proposal_id == p.id),
+        Err(_) => None,
+    };
+    match grant {
+        Some(g) => match g.expires_at {
+            Some(exp) => format!("; grant {} for {}", g.id, render::time_left(&exp)),
+            None => format!("; grant {} until revoked", g.id),
+        },
+        None => String::new(),
+    }
+}
+
+/// Decides every pending proposal of `--bottle` of `--kind` whose host (egress) or ref
+/// (git-push) matches `--match`, skipping flagged ones unless `--include-flagged`.
+/// Exits 1 when nothing matched or any decision was refused (the others still happen).
+pub async fn bulk(
+    ctx: &Ctx,
+    store: &Store,
+    bulk: &BulkArgs,
+    action: Action,
+    note: Option<&str>,
+    grant_for: Option<Duration>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let (Some(slug), Some(kind), Some(pattern)) = (&bulk.bottle, bulk.kind, &bulk.pattern) else {
+        bail!("--bottle, --kind and --match go together");
+    };
+    let kind = Kind::parse(kind.as_str()).expect("KindArg names a store kind");
+    let matching: Vec<Proposal> = store
+        .list(Some(slug), StatusFilter::Pending)
+        .await?
+        .into_iter()
+        .filter(|p| p.kind == kind && matches(pattern, p))
+        .collect();
+    if matching.is_empty() {
+        bail!("no pending {kind} proposal of bottle {slug} matches {pattern:?}");
+    }
+    let s = ctx.style;
+    let verb = action.verb();
+    let (mut done, mut skipped, mut failed) = (0, 0, 0);
+    for p in &matching {
+        let what = format!(
+            "{}: {} {}",
+            render::one_line(&p.bottle),
+            kind,
+            render::change_text(kind.as_str(), &p.change)
+        );
+        if !p.flags.is_empty() && !bulk.include_flagged {
+            skipped += 1;
+            writeln!(
+                out,
+                "skipped {} ({what}) {}: flagged, decide it alone or add --include-flagged",
+                s.paint(Color::Cyan, &p.id),
+                s.paint(Color::Red, &format!("[flags: {}]", p.flags.join(", ")))
+            )?;
+            continue;
+        }
+        if bulk.dry_run {
+            done += 1;
+            writeln!(out, "would {verb} {} ({what})", s.paint(Color::Cyan, &p.id))?;
+            continue;
+        }
+        match store
+            .decide(&p.id, action.verdict(), &ctx.operator, note, grant_for)
+            .await
+        {
+            Ok(decided) => {
+                done += 1;
+                writeln!(out, "{}", confirmation(ctx, store, &decided).await)?;
+            }
+            Err(e @ (StoreError::NotPending { .. } | StoreError::ProposalNotFound(_))) => {
+                failed += 1;
+                writeln!(out, "refused {} ({what}): {e}", s.paint(Color::Cyan, &p.id))?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let past = match action {
+        Action::Approve => "approved",
+        Action::Modify(_) => "modified",
+        Action::Reject => "rejected",
+    };
+    let summary = if bulk.dry_run {
+        format!("dry run: would {verb} {done}, skip {skipped} flagged; nothing was changed")
+    } else {
+        format!("{past} {done}, skipped {skipped} flagged, refused {failed}")
+    };
+    writeln!(out, "{summary}")?;
+    out.flush()?;
+    if failed > 0 {
+        bail!(
+            "{failed} of {} matching proposals could not be {past}",
+            matching.len()
+        );
+    }
+    Ok(())
+}
+
+/// The glob is matched against the host for egress, and for git-push against the full
+/// ref or, for a branch, its short name (`feature/*` matches `refs/heads/feature/x`).
+fn matches(pattern: &str, p: &Proposal) -> bool {
+    let field = |name: &str| p.change.get(name).and_then(Value::as_str).unwrap_or("");
+    match p.kind {
+        Kind::Egress => glob::matches(&pattern.to_ascii_lowercase(), field("host")),
+        Kind::GitPush => {
+            let reference = field("ref");
+            glob::matches(pattern, reference)
+                || reference
+                    .strip_prefix("refs/heads/")
+                    .is_some_and(|short| glob::matches(pattern, short))
+        }
+    }
+}

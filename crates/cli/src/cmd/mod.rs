@@ -1,0 +1,130 @@
+//! One module per command family; each takes the [`Ctx`], an open [`Store`] and stdout,
+//! and returns an error that `main` turns into exit code 1 with one line on stderr.
+
+pub mod audit;
+pub mod bottle;
+pub mod decide;
+pub mod list;
+pub mod policy;
+pub mod show;
+pub mod watch;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde::Serialize;
+use supervise_store::{StatusFilter, Store, StoreOptions};
+
+use crate::render::Style;
+
+/// What every command needs besides its own arguments.
+#[derive(Debug)]
+pub struct Ctx {
+    pub db: PathBuf,
+    pub operator: String,
+    pub style: Style,
+    pub width: usize,
+}
+
+impl Ctx {
+    /// Opens an existing database; a missing file is refused, never created.
+    pub async fn open(&self) -> Result<Store> {
+        Ok(Store::open(&self.db, options(false)).await?)
+    }
+
+    /// Opens the database, creating and migrating it when missing (`bottle add` only).
+    /// Returns whether it was created.
+    pub async fn open_or_create(&self) -> Result<(Store, bool)> {
+        let existed = self.db.exists();
+        let store = Store::open(&self.db, options(true)).await?;
+        Ok((store, !existed))
+    }
+}
+
+fn options(create: bool) -> StoreOptions {
+    StoreOptions {
+        create,
+        max_connections: 2,
+        ..Default::default()
+    }
+}
+
+/// Writes one JSON document (pretty, newline-terminated). Serialised to memory first, so
+/// a closed pipe surfaces as the `io::Error` `main` recognises.
+pub fn print_json(out: &mut dyn Write, value: &impl Serialize) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Writes one compact JSON document on its own line (JSON Lines, for `list --watch`).
+pub fn print_json_line(out: &mut dyn Write, value: &impl Serialize) -> Result<()> {
+    let mut text = serde_json::to_string(value)?;
+    text.push('\n');
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Shortest unique prefixes of proposal ids (at least [`ShortIds::MIN`] characters), like
+/// git's abbreviated hashes. The store accepts any unique prefix, so these can be pasted
+/// back into `show`, `approve` and the rest.
+#[derive(Debug, Default)]
+pub struct ShortIds {
+    lens: std::collections::HashMap<String, usize>,
+}
+
+impl ShortIds {
+    pub const MIN: usize = 8;
+
+    /// Computes prefixes against every proposal in the database.
+    pub async fn load(store: &Store) -> Result<ShortIds> {
+        let all = store.list(None, StatusFilter::All).await?;
+        Ok(ShortIds::from_ids(all.into_iter().map(|p| p.id).collect()))
+    }
+
+    pub fn from_ids(mut ids: Vec<String>) -> ShortIds {
+        ids.sort();
+        ids.dedup();
+        let common =
+            |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+        let mut lens = std::collections::HashMap::with_capacity(ids.len());
+        for (i, id) in ids.iter().enumerate() {
+            let prev = if i > 0 { common(id, &ids[i - 1]) } else { 0 };
+            let next = ids.get(i + 1).map_or(0, |n| common(id, n));
+            let len = (prev.max(next) + 1).max(Self::MIN).min(id.chars().count());
+            lens.insert(id.clone(), len);
+        }
+        ShortIds { lens }
+    }
+
+    /// The prefix to print for `id` (the whole id when unknown).
+    pub fn short<'a>(&self, id: &'a str) -> &'a str {
+        match self.lens.get(id) {
+            Some(&len) => &id[..len.min(id.len())],
+            None => id,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ShortIds;
+
+    #[test]
+    fn prefixes_are_unique_and_at_least_eight() {
+        let ids = vec![
+            "019ad1e2-5c4b-7f3e-9a61-2b7c0e4d8f10".to_string(),
+            "019ad1e2-5c4b-7a00-9a61-2b7c0e4d8f10".to_string(),
+            "01aaaaaa-0000-7000-8000-000000000000".to_string(),
+        ];
+        let s = ShortIds::from_ids(ids.clone());
+        assert_eq!(s.short(&ids[0]), "019ad1e2-5c4b-7f");
+        assert_eq!(s.short(&ids[1]), "019ad1e2-5c4b-7a");
+        assert_eq!(s.short(&ids[2]), "01aaaaaa");
+        assert_eq!(s.short("unknown"), "unknown");
+    }
+}

@@ -1,0 +1,171 @@
+//! `supervise show ID`: one proposal as a readable block (change, flags one per line,
+//! justification, decision, grant, history) or one JSON document.
+
+use std::io::Write;
+
+use anyhow::Result;
+use supervise_store::{Event, Proposal, Status, Store};
+
+use super::{Ctx, print_json};
+use crate::json::{EventView, ProposalDetail, ProposalView};
+use crate::render::{self, Color};
+
+const INDENT: &str = "  ";
+
+pub async fn run(
+    ctx: &Ctx,
+    store: &Store,
+    id: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let (p, events) = store.show(id).await?;
+    if json {
+        let doc = ProposalDetail {
+            proposal: ProposalView::from(&p),
+            events: events.iter().map(EventView::from).collect(),
+        };
+        return print_json(out, &doc);
+    }
+    let grant = grant_line(store, &p, &events).await;
+    for line in block(ctx, &p, &events, grant) {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Vec<String> {
+    let s = ctx.style;
+    let label = |name: &str| s.paint(Color::Bold, &format!("{name:<14}"));
+    let kind = p.kind.as_str();
+    let mut lines = vec![
+        format!("{}{}", label("proposal"), s.paint(Color::Cyan, &p.id)),
+        format!("{}{}", label("bottle"), render::one_line(&p.bottle)),
+        format!("{}{kind}", label("kind")),
+        format!(
+            "{}{}",
+            label("change"),
+            render::change_text(kind, &p.change)
+        ),
+        format!("{}{}", label("status"), status_text(ctx, p)),
+        format!("{}{}", label("hits"), p.hits),
+        format!(
+            "{}{} ({} ago)",
+            label("created"),
+            p.created_at,
+            render::age(&p.created_at)
+        ),
+    ];
+    if p.flags.is_empty() {
+        lines.push(format!("{}none", label("flags")));
+    } else {
+        lines.push(s.paint(Color::Bold, "flags"));
+        let width = p.flags.iter().map(String::len).max().unwrap_or(0);
+        for f in &p.flags {
+            lines.push(format!(
+                "{INDENT}{} {}  {}",
+                s.paint(Color::Red, "!"),
+                s.paint(Color::Red, &format!("{f:<width$}")),
+                render::flag_meaning(f)
+            ));
+        }
+    }
+    lines.push(s.paint(Color::Bold, "justification"));
+    let wrap_at = ctx.width.saturating_sub(INDENT.len()).clamp(20, 100);
+    for l in render::wrap(&render::multi_line(&p.justification), wrap_at) {
+        lines.push(format!("{INDENT}{l}").trim_end().to_string());
+    }
+    match &p.decision {
+        None => lines.push(format!("{}none yet", label("decision"))),
+        Some(d) => {
+            lines.push(format!(
+                "{}{} by {} at {}",
+                label("decision"),
+                super::list::paint_status(s, p.status),
+                render::one_line(&d.decided_by),
+                d.decided_at
+            ));
+            if let Some(granted) = &d.change {
+                lines.push(format!(
+                    "{INDENT}{:<12}{}",
+                    "granted",
+                    render::change_text(kind, granted)
+                ));
+            }
+            if let Some(note) = &d.note {
+                lines.push(format!("{INDENT}{:<12}{}", "note", render::one_line(note)));
+            }
+            if let Some(grant) = grant {
+                lines.push(format!("{INDENT}{:<12}{grant}", "grant"));
+            }
+        }
+    }
+    lines.push(s.paint(Color::Bold, "history"));
+    for e in events {
+        lines.push(format!("{INDENT}{}", event_text(e)));
+    }
+    lines
+}
+
+fn status_text(ctx: &Ctx, p: &Proposal) -> String {
+    let word = super::list::paint_status(ctx.style, p.status);
+    match (p.status, &p.expires_at, &p.archived_at) {
+        (_, _, Some(at)) => format!("{word} (archived {at})"),
+        (Status::Pending, Some(exp), None) => {
+            format!("{word} (expires in {})", render::time_left(exp))
+        }
+        (Status::Pending, None, None) => format!("{word} (never expires)"),
+        (Status::Approved | Status::Modified | Status::Rejected, _, None) => {
+            format!("{word} (not yet delivered to the agent)")
+        }
+        _ => word,
+    }
+}
+
+/// `at  event  actor  [change]  [note]` for the history.
+fn event_text(e: &Event) -> String {
+    let mut parts = vec![
+        e.at.clone(),
+        format!("{:<13}", e.event),
+        render::one_line(&e.actor),
+    ];
+    if let (Some(kind), Some(change)) = (&e.kind, &e.change) {
+        parts.push(render::change_text(kind, change));
+    }
+    if let Some(grant) = &e.grant_id {
+        parts.push(format!("grant {grant}"));
+    }
+    if let Some(note) = &e.note {
+        parts.push(format!("\"{}\"", render::cut(&render::one_line(note), 80)));
+    }
+    parts.join("  ").trim_end().to_string()
+}
+
+/// The grant a decision made and whether it is still in force.
+async fn grant_line(store: &Store, p: &Proposal, events: &[Event]) -> Option<String> {
+    let grant_id = events
+        .iter()
+        .rev()
+        .find(|e| e.event == p.status.as_str() && e.grant_id.is_some())
+        .or_else(|| events.iter().rev().find(|e| e.grant_id.is_some()))
+        .and_then(|e| e.grant_id.clone())?;
+    if let Some(end) = events
+        .iter()
+        .find(|e| e.grant_id.as_deref() == Some(&grant_id) && e.event.starts_with("grant-"))
+    {
+        return Some(format!("{grant_id} (ended: {} at {})", end.event, end.at));
+    }
+    let in_force = store
+        .policy_of(&p.bottle)
+        .await
+        .ok()
+        .and_then(|grants| grants.into_iter().find(|g| g.id == grant_id));
+    Some(match in_force {
+        Some(g) => match g.expires_at {
+            Some(exp) => format!("{grant_id} (in force, {} left)", render::time_left(&exp)),
+            None => format!("{grant_id} (in force until revoked)"),
+        },
+        None => format!("{grant_id} (no longer in force)"),
+    })
+}

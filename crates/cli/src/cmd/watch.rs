@@ -1,0 +1,181 @@
+//! `supervise list --watch`: the current list, then one line per change, read from the
+//! store's event feed every [`POLL`]. Ends cleanly (exit 0) on Ctrl-C or SIGTERM, and when
+//! stdout is closed (checked every poll, so a closed pipe is noticed even while idle).
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::Result;
+use supervise_store::{Event, Kind, StatusFilter, Store, change};
+
+use super::{Ctx, ShortIds, print_json_line};
+use crate::cli::ListArgs;
+use crate::json::{EventView, ProposalList, ProposalView};
+use crate::render::{self, Color, Style};
+
+/// How often the event feed is read.
+pub const POLL: Duration = Duration::from_millis(250);
+/// Events read per query; more are read at once when there are.
+const BATCH: u32 = 500;
+
+pub async fn run(ctx: &Ctx, store: &Store, args: &ListArgs, out: &mut dyn Write) -> Result<()> {
+    let mut stop = Stop::new()?;
+    // The cursor is taken before the snapshot, so no change falls between the two (one
+    // may show in both, which is harmless).
+    let mut seq = store.last_seq().await?;
+    let proposals = store
+        .list(args.bottle.as_deref(), StatusFilter::from(args.status))
+        .await?;
+    if args.json {
+        let doc = ProposalList {
+            proposals: proposals.iter().map(ProposalView::from).collect(),
+        };
+        print_json_line(out, &doc)?;
+    } else {
+        let ids = ShortIds::load(store).await?;
+        for line in super::list::table(ctx, &proposals, args, &ids) {
+            writeln!(out, "{line}")?;
+        }
+        out.flush()?;
+        eprintln!("watching {} for changes (Ctrl-C to stop)", ctx.db.display());
+    }
+    let mut tick = tokio::time::interval(POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.wait() => return Ok(()),
+            _ = tick.tick() => {}
+        }
+        if stdout_closed() {
+            return Ok(());
+        }
+        loop {
+            let events = store.events_after(seq, BATCH).await?;
+            for e in &events {
+                seq = e.seq;
+                if args
+                    .bottle
+                    .as_deref()
+                    .is_some_and(|b| e.bottle.as_deref() != Some(b))
+                {
+                    continue;
+                }
+                if args.json {
+                    print_json_line(out, &EventView::from(e))?;
+                } else {
+                    writeln!(out, "{}", event_line(ctx.style, e))?;
+                }
+            }
+            out.flush()?;
+            if events.len() < BATCH as usize {
+                break;
+            }
+        }
+    }
+}
+
+/// `12:00:01 + proposed   demo  019a…  egress a.com:22  [unusual-port]  bottle:demo  "why"`
+///
+/// `+` a proposal entered the queue, `-` one left it (decided, expired, withdrawn),
+/// `~` anything else (repeats, deliveries, grants, bottles).
+pub fn event_line(s: Style, e: &Event) -> String {
+    let (marker, color) = match e.event.as_str() {
+        "proposed" => ("+", Color::Yellow),
+        "approved" | "modified" => ("-", Color::Green),
+        "rejected" => ("-", Color::Red),
+        "expired" | "withdrawn" => ("-", Color::Dim),
+        _ => ("~", Color::Dim),
+    };
+    let time = e.at.get(11..19).unwrap_or(&e.at);
+    let mut parts = vec![
+        format!(
+            "{time} {}",
+            s.paint(color, &format!("{marker} {:<13}", e.event))
+        ),
+        e.bottle
+            .as_deref()
+            .map(render::one_line)
+            .unwrap_or_else(|| "-".into()),
+    ];
+    if let Some(id) = &e.proposal_id {
+        parts.push(s.paint(Color::Cyan, id));
+    }
+    if let (Some(kind), Some(change_value)) = (&e.kind, &e.change) {
+        parts.push(format!(
+            "{kind} {}",
+            render::change_text(kind, change_value)
+        ));
+        if e.event == "proposed"
+            && let Some(k) = Kind::parse(kind)
+        {
+            let flags = change::flags(k, change_value);
+            if !flags.is_empty() {
+                parts.push(s.paint(Color::Red, &format!("[{}]", flags.join(","))));
+            }
+        }
+    }
+    if let Some(grant) = &e.grant_id {
+        parts.push(format!("grant {grant}"));
+    }
+    parts.push(render::one_line(&e.actor));
+    if let Some(note) = &e.note {
+        parts.push(format!("\"{}\"", render::cut(&render::one_line(note), 72)));
+    }
+    parts.join("  ")
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM. Registered up front, so a signal that arrives while the
+/// snapshot is printed is not lost.
+struct Stop {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Stop {
+    fn new() -> Result<Stop> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Stop {
+                int: signal(SignalKind::interrupt())?,
+                term: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Stop {})
+    }
+
+    async fn wait(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Whether nobody reads stdout any more (the pipe's read end is closed, or the terminal
+/// hung up). A zero-timeout poll(2): no write is needed to find out.
+#[cfg(unix)]
+fn stdout_closed() -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdout = std::io::stdout();
+    let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    match poll(&mut fds, Some(&zero)) {
+        Ok(_) => fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP),
+        Err(_) => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn stdout_closed() -> bool {
+    false
+}

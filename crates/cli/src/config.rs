@@ -1,0 +1,89 @@
+//! Settings shared with the server: the database path (default, then `SUPERVISE_DB`, then
+//! `--db`) and the operator's name (`--as`, default the login user).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The database file used when neither `--db` nor `SUPERVISE_DB` names one. The server
+/// uses the same default (SPEC "Server"), relative to the working directory.
+pub const DEFAULT_DB: &str = "supervise.db";
+
+/// The environment variable naming the database file.
+pub const DB_ENV: &str = "SUPERVISE_DB";
+
+/// Resolves the database path: the `--db` flag, else a non-empty `SUPERVISE_DB`, else
+/// [`DEFAULT_DB`]. The one place this decision is made.
+pub fn db_path(flag: Option<&Path>) -> PathBuf {
+    resolve_db_path(flag, std::env::var_os(DB_ENV))
+}
+
+fn resolve_db_path(flag: Option<&Path>, env: Option<OsString>) -> PathBuf {
+    if let Some(path) = flag {
+        return path.to_path_buf();
+    }
+    match env {
+        Some(value) if !value.is_empty() => PathBuf::from(value),
+        _ => PathBuf::from(DEFAULT_DB),
+    }
+}
+
+/// The operator recorded on decisions when `--as` is not given: `$USER`, else `$LOGNAME`,
+/// else `unknown`.
+pub fn login_user() -> String {
+    ["USER", "LOGNAME"]
+        .iter()
+        .filter_map(|var| std::env::var(var).ok())
+        .map(|name| name.trim().to_string())
+        .find(|name| valid_operator(name).is_ok())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// Checks an operator name given with `--as`: 1 to 64 characters, no control characters
+/// or spaces at either end (it is printed in audit lines).
+pub fn valid_operator(name: &str) -> Result<String, String> {
+    if name.trim().is_empty() {
+        return Err("must not be empty".into());
+    }
+    if name.trim() != name {
+        return Err("must not start or end with white space".into());
+    }
+    if name.chars().count() > 64 {
+        return Err("must be at most 64 characters".into());
+    }
+    if name.chars().any(char::is_control) {
+        return Err("must not contain control characters".into());
+    }
+    Ok(name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_beats_environment_beats_default() {
+        let flag = Path::new("/tmp/a.db");
+        assert_eq!(
+            resolve_db_path(Some(flag), Some("/tmp/b.db".into())),
+            PathBuf::from("/tmp/a.db")
+        );
+        assert_eq!(
+            resolve_db_path(None, Some("/tmp/b.db".into())),
+            PathBuf::from("/tmp/b.db")
+        );
+        assert_eq!(
+            resolve_db_path(None, Some("".into())),
+            PathBuf::from(DEFAULT_DB)
+        );
+        assert_eq!(resolve_db_path(None, None), PathBuf::from(DEFAULT_DB));
+    }
+
+    #[test]
+    fn operator_names() {
+        assert!(valid_operator("alice").is_ok());
+        assert!(valid_operator("Alice Smith").is_ok());
+        for bad in ["", "  ", " alice", "a\u{1b}[31m", &"x".repeat(65)] {
+            assert!(valid_operator(bad).is_err(), "{bad:?}");
+        }
+    }
+}

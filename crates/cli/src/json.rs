@@ -1,0 +1,177 @@
+//! The `--json` documents: the CLI's own views of store types, so the field names scripts
+//! rely on are chosen here, once, and documented in OPERATOR.md. Every key is always
+//! present (`null` when empty); one document per call (`list --watch` prints JSON Lines).
+
+use serde::Serialize;
+use serde_json::Value;
+use supervise_store::{Bottle, Event, Grant, Proposal, clock};
+
+#[derive(Debug, Serialize)]
+pub struct ProposalView {
+    /// The full proposal id (what SPEC's tools call `proposal_id`).
+    pub id: String,
+    pub bottle: String,
+    pub kind: &'static str,
+    pub status: &'static str,
+    /// The normalised change the agent asked for.
+    pub change: Value,
+    pub justification: String,
+    /// Risk flags, short names, empty when none.
+    pub flags: Vec<String>,
+    /// Times the change was asked for (1 + repeats).
+    pub hits: i64,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub decision: Option<DecisionView>,
+    pub archived_at: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DecisionView {
+    /// The change granted; `null` when rejected.
+    pub change: Option<Value>,
+    pub note: Option<String>,
+    pub decided_by: String,
+    pub decided_at: String,
+}
+
+impl From<&Proposal> for ProposalView {
+    fn from(p: &Proposal) -> Self {
+        ProposalView {
+            id: p.id.clone(),
+            bottle: p.bottle.clone(),
+            kind: p.kind.as_str(),
+            status: p.status.as_str(),
+            change: p.change.clone(),
+            justification: p.justification.clone(),
+            flags: p.flags.clone(),
+            hits: p.hits,
+            created_at: p.created_at.clone(),
+            expires_at: p.expires_at.clone(),
+            decision: p.decision.as_ref().map(|d| DecisionView {
+                change: d.change.clone(),
+                note: d.note.clone(),
+                decided_by: d.decided_by.clone(),
+                decided_at: d.decided_at.clone(),
+            }),
+            archived_at: p.archived_at.clone(),
+        }
+    }
+}
+
+/// `list --json`.
+#[derive(Debug, Serialize)]
+pub struct ProposalList {
+    pub proposals: Vec<ProposalView>,
+}
+
+/// `show --json`: the proposal's fields plus its history.
+#[derive(Debug, Serialize)]
+pub struct ProposalDetail {
+    #[serde(flatten)]
+    pub proposal: ProposalView,
+    pub events: Vec<EventView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EventView {
+    pub seq: i64,
+    pub at: String,
+    pub event: String,
+    /// `bottle:SLUG`, `operator:NAME` or `system`.
+    pub actor: String,
+    pub bottle: Option<String>,
+    pub proposal_id: Option<String>,
+    pub grant_id: Option<String>,
+    pub kind: Option<String>,
+    pub change: Option<Value>,
+    pub note: Option<String>,
+}
+
+impl From<&Event> for EventView {
+    fn from(e: &Event) -> Self {
+        EventView {
+            seq: e.seq,
+            at: e.at.clone(),
+            event: e.event.clone(),
+            actor: e.actor.clone(),
+            bottle: e.bottle.clone(),
+            proposal_id: e.proposal_id.clone(),
+            grant_id: e.grant_id.clone(),
+            kind: e.kind.clone(),
+            change: e.change.clone(),
+            note: e.note.clone(),
+        }
+    }
+}
+
+/// `audit --json`.
+#[derive(Debug, Serialize)]
+pub struct EventList {
+    pub events: Vec<EventView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GrantView {
+    pub id: String,
+    pub bottle: String,
+    pub proposal_id: String,
+    pub kind: &'static str,
+    pub change: Value,
+    pub granted_by: String,
+    pub created_at: String,
+    /// `null`: until revoked.
+    pub expires_at: Option<String>,
+    /// Whole seconds left; `null` when the grant lasts until revoked.
+    pub seconds_left: Option<i64>,
+}
+
+impl From<&Grant> for GrantView {
+    fn from(g: &Grant) -> Self {
+        GrantView {
+            id: g.id.clone(),
+            bottle: g.bottle.clone(),
+            proposal_id: g.proposal_id.clone(),
+            kind: g.kind.as_str(),
+            change: g.change.clone(),
+            granted_by: g.granted_by.clone(),
+            created_at: g.created_at.clone(),
+            expires_at: g.expires_at.clone(),
+            seconds_left: g
+                .expires_at
+                .as_deref()
+                .and_then(clock::seconds_until)
+                .map(|s| s.max(0)),
+        }
+    }
+}
+
+/// `policy --json`.
+#[derive(Debug, Serialize)]
+pub struct GrantList {
+    pub bottle: String,
+    pub grants: Vec<GrantView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BottleView {
+    pub slug: String,
+    pub ip: String,
+    pub created_at: String,
+}
+
+impl From<&Bottle> for BottleView {
+    fn from(b: &Bottle) -> Self {
+        BottleView {
+            slug: b.slug.clone(),
+            ip: b.ip.to_string(),
+            created_at: b.created_at.clone(),
+        }
+    }
+}
+
+/// `bottle list --json`.
+#[derive(Debug, Serialize)]
+pub struct BottleList {
+    pub bottles: Vec<BottleView>,
+}
