@@ -1,0 +1,286 @@
+//! `--on-event CMD`: runs the operator's command once per audit event, with the event as one
+//! JSON document on stdin. Fed from the store's change feed, so decisions written by the CLI
+//! in another process are seen too, and never in a request's path: a slow or failing hook is
+//! logged and killed after a timeout, and the backlog waits in the database, not in memory.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use supervise_store::{Event, Store};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+use tokio::sync::Semaphore;
+
+/// How hooks run.
+#[derive(Debug, Clone)]
+pub struct HookConfig {
+    /// Run with `sh -c`.
+    pub command: String,
+    /// A hook still running after this is killed (with its process group).
+    pub timeout: Duration,
+    /// Hooks running at once; further events wait in the feed.
+    pub concurrency: usize,
+    /// How often the feed is read.
+    pub poll: Duration,
+}
+
+impl HookConfig {
+    /// The defaults for a command: 10 s timeout, 4 at once, feed read every 200 ms.
+    pub fn new(command: impl Into<String>) -> HookConfig {
+        HookConfig {
+            command: command.into(),
+            timeout: Duration::from_secs(10),
+            concurrency: 4,
+            poll: Duration::from_millis(200),
+        }
+    }
+}
+
+/// The JSON document a hook reads on stdin (SPEC "Events").
+pub fn event_document(ev: &Event) -> serde_json::Value {
+    json!({
+        "event": ev.event,
+        "at": ev.at,
+        "actor": ev.actor,
+        "bottle": ev.bottle,
+        "proposal_id": ev.proposal_id,
+        "grant_id": ev.grant_id,
+        "kind": ev.kind,
+        "change": ev.change,
+        "note": ev.note,
+        "seq": ev.seq,
+    })
+}
+
+/// Runs hooks for every event after the feed's current end until `shutdown` resolves.
+/// Hooks already started are left to finish (or time out) on their own tasks.
+pub async fn run(store: Store, config: HookConfig, shutdown: impl Future<Output = ()>) {
+    tokio::pin!(shutdown);
+    let mut seq = loop {
+        match store.last_seq().await {
+            Ok(s) => break s,
+            Err(e) => {
+                tracing::warn!(error = %e, "hooks: cannot read the change feed yet");
+                tokio::select! {
+                    _ = &mut shutdown => return,
+                    _ = tokio::time::sleep(config.poll) => {}
+                }
+            }
+        }
+    };
+    let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
+    let config = Arc::new(config);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => return,
+            _ = tokio::time::sleep(config.poll) => {}
+        }
+        let events = match store.events_after(seq, 256).await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::warn!(error = %e, "hooks: reading the change feed failed; retrying");
+                continue;
+            }
+        };
+        for ev in events {
+            seq = ev.seq;
+            let slot = tokio::select! {
+                _ = &mut shutdown => return,
+                slot = slots.clone().acquire_owned() => slot.expect("semaphore never closed"),
+            };
+            let config = config.clone();
+            tokio::spawn(async move {
+                run_one(&config, &ev).await;
+                drop(slot);
+            });
+        }
+    }
+}
+
+async fn run_one(config: &HookConfig, ev: &Event) {
+    let doc = event_document(ev).to_string();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(&config.command)
+        .env("SUPERVISE_EVENT", &ev.event)
+        .env("SUPERVISE_PROPOSAL_ID", ev.proposal_id.as_deref().unwrap_or(""))
+        .env("SUPERVISE_BOTTLE", ev.bottle.as_deref().unwrap_or(""))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(event = %ev.event, seq = ev.seq, error = %e, "hook could not start");
+            return;
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // A hook that ignores stdin may close it early; that is not a failure.
+        let _ = stdin.write_all(doc.as_bytes()).await;
+        let _ = stdin.write_all(b"\n").await;
+    }
+    let pid = child.id();
+    match tokio::time::timeout(config.timeout, child.wait_with_output()).await {
+        Ok(Ok(out)) if out.status.success() => {
+            tracing::debug!(event = %ev.event, seq = ev.seq, "hook ran");
+        }
+        Ok(Ok(out)) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let stderr: String = stderr.trim().chars().take(300).collect();
+            tracing::warn!(event = %ev.event, seq = ev.seq, status = %out.status, stderr, "hook failed");
+        }
+        Ok(Err(e)) => tracing::warn!(event = %ev.event, seq = ev.seq, error = %e, "hook failed"),
+        Err(_) => {
+            // The child itself is killed on drop; its process group may hold more.
+            if let Some(pid) = pid {
+                kill_group(pid);
+            }
+            tracing::warn!(
+                event = %ev.event,
+                seq = ev.seq,
+                timeout_s = config.timeout.as_secs_f64(),
+                "hook timed out and was killed"
+            );
+        }
+    }
+}
+
+/// Kills the process group a hook leads (it was started with `process_group(0)`, so its
+/// group id is its pid). Refuses anything that is not a plain child's group.
+#[cfg(unix)]
+fn kill_group(pid: u32) {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .filter(|&p| p > 1)
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pid: u32) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+    use supervise_store::{Kind, NewProposal, StoreOptions, Verdict};
+
+    async fn store_with_bottle(dir: &std::path::Path) -> (Store, i64) {
+        let store = Store::open(dir.join("s.db"), StoreOptions::default())
+            .await
+            .unwrap();
+        let b = store
+            .add_bottle("demo", "127.0.0.1".parse().unwrap(), "test")
+            .await
+            .unwrap();
+        (store, b.id)
+    }
+
+    fn proposal(bottle_id: i64, host: &str) -> NewProposal {
+        NewProposal {
+            bottle_id,
+            kind: Kind::Egress,
+            change: json!({ "host": host }),
+            justification: "test".into(),
+        }
+    }
+
+    async fn wait_for_lines(path: &std::path::Path, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let lines: Vec<String> = text.lines().map(String::from).collect();
+            if lines.len() >= n || Instant::now() > deadline {
+                return lines;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn hook_gets_each_event_as_json_with_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, bottle) = store_with_bottle(dir.path()).await;
+        let out = dir.path().join("events.jsonl");
+        let mut config = HookConfig::new(format!(
+            "read -r doc; printf '%s\\t%s\\t%s\\n' \"$SUPERVISE_EVENT\" \"$SUPERVISE_PROPOSAL_ID\" \"$doc\" >> {}",
+            out.display()
+        ));
+        config.concurrency = 1; // keep the file's lines in event order
+        config.poll = Duration::from_millis(20);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let runner = tokio::spawn(run(store.clone(), config, async {
+            let _ = stopped.await;
+        }));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+
+        let p = store.propose(proposal(bottle, "a.example")).await.unwrap();
+        let id = p.proposal().id.clone();
+        // A second process (the CLI) deciding is seen through the feed too.
+        let cli = Store::open(store.path(), StoreOptions::default())
+            .await
+            .unwrap();
+        cli.decide(&id, Verdict::Reject, "alice", Some("no"), None)
+            .await
+            .unwrap();
+
+        let lines = wait_for_lines(&out, 2).await;
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let fields: Vec<Vec<&str>> = lines.iter().map(|l| l.split('\t').collect()).collect();
+        assert_eq!(fields[0][0], "proposed");
+        assert_eq!(fields[0][1], id);
+        assert_eq!(fields[1][0], "rejected");
+        let doc: serde_json::Value = serde_json::from_str(fields[1][2]).unwrap();
+        assert_eq!(doc["event"], "rejected");
+        assert_eq!(doc["actor"], "operator:alice");
+        assert_eq!(doc["bottle"], "demo");
+        assert_eq!(doc["proposal_id"], id.as_str());
+        assert_eq!(doc["note"], "no");
+        assert_eq!(doc["kind"], "egress");
+        let _ = stop.send(());
+        runner.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn slow_hook_is_killed_and_does_not_stop_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, bottle) = store_with_bottle(dir.path()).await;
+        let out = dir.path().join("seen");
+        let config = HookConfig {
+            command: format!(
+                "read -r doc; echo \"$SUPERVISE_EVENT\" >> {}; sleep 30",
+                out.display()
+            ),
+            timeout: Duration::from_millis(300),
+            concurrency: 2,
+            poll: Duration::from_millis(20),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let runner = tokio::spawn(run(store.clone(), config, async {
+            let _ = stopped.await;
+        }));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = Instant::now();
+        for host in ["a.example", "b.example", "c.example", "d.example"] {
+            store.propose(proposal(bottle, host)).await.unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "filing is never held up by hooks"
+        );
+        // Four events, two slots, 300 ms each before the kill: all run within seconds.
+        let lines = wait_for_lines(&out, 4).await;
+        assert_eq!(lines, vec!["proposed"; 4]);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let _ = stop.send(());
+        runner.await.unwrap();
+    }
+}
