@@ -1041,3 +1041,47 @@ fn completions_for_each_shell() {
     );
     r.assert_ok();
 }
+
+#[test]
+fn a_held_write_lock_gives_database_is_busy_within_the_timeout() {
+    use std::io::Write;
+    if std::process::Command::new("sqlite3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no sqlite3 command to hold the write lock");
+        return;
+    }
+    let env = Env::new();
+    let id = env.egress("a.example.com", 443);
+    let mut holder = std::process::Command::new("sqlite3")
+        .arg(&env.db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = holder.stdin.take().unwrap();
+    let mut stdout = BufReader::new(holder.stdout.take().unwrap());
+    writeln!(stdin, ".timeout 5000\nBEGIN IMMEDIATE;\nSELECT 'locked';").unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "locked");
+
+    // Readers are not blocked (WAL); a decision waits the busy timeout, then says so.
+    assert_eq!(ids(&env.json(&["list", "--json"])), vec![id.clone()]);
+    let start = Instant::now();
+    env.run(&["approve", &id])
+        .assert_refused("database is busy");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+
+    writeln!(stdin, "ROLLBACK;\n.quit").unwrap();
+    drop(stdin);
+    holder.wait().unwrap();
+    env.ok(&["approve", &id]);
+}

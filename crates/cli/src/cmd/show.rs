@@ -102,8 +102,13 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
         }
     }
     lines.push(s.paint(Color::Bold, "history"));
+    let actor_width = events
+        .iter()
+        .map(|e| render::one_line(&e.actor).chars().count())
+        .max()
+        .unwrap_or(0);
     for e in events {
-        lines.push(format!("{INDENT}{}", event_text(e)));
+        lines.push(format!("{INDENT}{}", event_text(e, actor_width)));
     }
     lines
 }
@@ -124,11 +129,11 @@ fn status_text(ctx: &Ctx, p: &Proposal) -> String {
 }
 
 /// `at  event  actor  [change]  [note]` for the history.
-fn event_text(e: &Event) -> String {
+fn event_text(e: &Event, actor_width: usize) -> String {
     let mut parts = vec![
         e.at.clone(),
         format!("{:<13}", e.event),
-        render::one_line(&e.actor),
+        format!("{:<actor_width$}", render::one_line(&e.actor)),
     ];
     if let (Some(kind), Some(change)) = (&e.kind, &e.change) {
         parts.push(render::change_text(kind, change));
