@@ -1085,3 +1085,44 @@ fn a_held_write_lock_gives_database_is_busy_within_the_timeout() {
     holder.wait().unwrap();
     env.ok(&["approve", &id]);
 }
+
+#[test]
+fn an_expired_proposal_leaves_the_queue_and_cannot_be_decided() {
+    let env = Env::with_policy(supervise_store::Policy {
+        proposal_ttl: Some(Duration::from_secs(1)),
+        ..Default::default()
+    });
+    let id = env.egress("late.example.com", 443);
+    assert_eq!(ids(&env.json(&["list", "--json"])), vec![id.clone()]);
+    std::thread::sleep(Duration::from_millis(1300));
+    assert_eq!(env.json(&["list", "--json"]), json!({"proposals": []}));
+    let expired = env.json(&["list", "--status", "expired", "--json"]);
+    assert_eq!(find(&expired, &id)["status"], "expired");
+    env.run(&["approve", &id])
+        .assert_refused(&format!("proposal {id} is already expired"));
+    assert_eq!(env.json(&["policy", "demo", "--json"])["grants"], json!([]));
+}
+
+#[test]
+fn the_operator_defaults_to_the_login_user() {
+    let env = Env::new();
+    let a = env.egress("a.example.com", 443);
+    let b = env.egress("b.example.com", 443);
+    let out = env
+        .cmd(&["approve", &a])
+        .env_remove("USER")
+        .env("LOGNAME", "bob")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let out = env
+        .cmd(&["approve", &b])
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc = env.json(&["list", "--status", "all", "--json"]);
+    assert_eq!(find(&doc, &a)["decision"]["decided_by"], "bob");
+    assert_eq!(find(&doc, &b)["decision"]["decided_by"], "unknown");
+}
