@@ -1,0 +1,155 @@
+//! Direct database work beside the server, as the CLI does it: deciding through a second
+//! [`Store`] on the same file, counting what the server has filed, and preloading archived
+//! history with one big SQL transaction.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{Connection, SqliteConnection};
+use supervise_store::{Store, StoreOptions, Verdict};
+
+/// A second store on the server's file. `durable: false` for setup work nobody measures.
+pub async fn open_store(db: &Path, durable: bool) -> Result<Store> {
+    Store::open(
+        db,
+        StoreOptions {
+            create: false,
+            durable,
+            max_connections: 2,
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .with_context(|| format!("opening {}", db.display()))
+}
+
+/// Approves each id, one transaction each, as `supervise approve` would.
+pub async fn approve_all(store: &Store, ids: &[String]) -> Result<()> {
+    for id in ids {
+        store
+            .decide(id, Verdict::Approve, "bench", None, None)
+            .await
+            .with_context(|| format!("approving {id}"))?;
+    }
+    Ok(())
+}
+
+async fn raw(db: &Path, sync: SqliteSynchronous) -> Result<SqliteConnection> {
+    let options = SqliteConnectOptions::new()
+        .filename(db)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(sync)
+        .busy_timeout(Duration::from_secs(30));
+    Ok(SqliteConnection::connect_with(&options).await?)
+}
+
+/// Ids of undecided, unarchived proposals, oldest first, at most `limit`.
+pub async fn pending_ids(db: &Path, limit: i64) -> Result<Vec<String>> {
+    let mut conn = raw(db, SqliteSynchronous::Normal).await?;
+    let ids: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM proposals WHERE status = 'pending' AND archived_at IS NULL \
+         ORDER BY created_at, id LIMIT ?",
+    )
+    .bind(limit)
+    .fetch_all(&mut conn)
+    .await?;
+    conn.close().await?;
+    Ok(ids)
+}
+
+/// Waits until the server has filed at least `n` undecided proposals (or `timeout`
+/// passes); returns how many it saw last.
+pub async fn wait_pending(db: &Path, n: i64, timeout: Duration) -> Result<i64> {
+    let mut conn = raw(db, SqliteSynchronous::Normal).await?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM proposals WHERE status = 'pending' AND archived_at IS NULL",
+        )
+        .fetch_one(&mut conn)
+        .await?;
+        if count >= n || Instant::now() >= deadline {
+            conn.close().await?;
+            return Ok(count);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Inserts `n` archived (approved and delivered) proposals spread over the existing
+/// bottles, in one transaction, matching the schema in `migrations/`. Returns how long it
+/// took.
+pub async fn preload(db: &Path, n: u64) -> Result<Duration> {
+    let start = Instant::now();
+    let mut conn = raw(db, SqliteSynchronous::Normal).await?;
+    let bottles: Vec<i64> = sqlx::query_scalar("SELECT id FROM bottles ORDER BY id")
+        .fetch_all(&mut conn)
+        .await?;
+    anyhow::ensure!(!bottles.is_empty(), "no bottles to preload proposals for");
+    let list = bottles
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    sqlx::query(
+        "CREATE TEMP TABLE bench_bottles AS \
+         SELECT key AS k, value AS id FROM json_each(?)",
+    )
+    .bind(format!("[{list}]"))
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1) \
+         INSERT INTO proposals (id, bottle_id, kind, change, change_key, justification, status, \
+             flags, hits, created_at, expires_at, decided_at, decided_by, decision_note, \
+             decision_change, archived_at) \
+         SELECT printf('00000000-0000-7000-8000-%012x', i), \
+             (SELECT id FROM bench_bottles WHERE k = i % ?2), 'egress', \
+             '{\"host\":\"pre' || i || '.example.com\",\"port\":443}', \
+             '{\"host\":\"pre' || i || '.example.com\",\"port\":443}', \
+             'preloaded history', 'approved', '[]', 1, \
+             strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i / 100) || ' seconds'), \
+             NULL, \
+             strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i / 100 + 1) || ' seconds'), \
+             'bench', NULL, \
+             '{\"host\":\"pre' || i || '.example.com\",\"port\":443}', \
+             strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i / 100 + 2) || ' seconds') \
+         FROM n",
+    )
+    .bind(n as i64)
+    .bind(bottles.len() as i64)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("DROP TABLE bench_bottles")
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(&mut conn)
+        .await?;
+    conn.close().await?;
+    Ok(start.elapsed())
+}
+
+/// The `decide` subcommand: approves each id in `ids_file` through a durable store, one
+/// transaction each as the CLI does, printing `ID MONOTONIC_NS` after each commit.
+pub async fn decide_command(db: &Path, ids_file: &Path) -> Result<()> {
+    use std::io::Write;
+    let ids = std::fs::read_to_string(ids_file)?;
+    let store = open_store(db, true).await?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for id in ids.lines().filter(|l| !l.is_empty()) {
+        store
+            .decide(id, Verdict::Approve, "bench", None, None)
+            .await
+            .with_context(|| format!("approving {id}"))?;
+        writeln!(out, "{id} {}", crate::sys::monotonic_ns())?;
+    }
+    out.flush()?;
+    store.close().await;
+    Ok(())
+}

@@ -1,0 +1,275 @@
+//! The report: one table of median rows, the ratios against issue 5's targets, and the
+//! JSON file with every run.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::stats::{Row, fmt_us, median};
+
+/// The row with the median throughput of each (scenario, style), in first-seen order.
+pub fn medians(rows: &[Row]) -> Vec<Row> {
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in rows {
+        let k = (r.scenario.clone(), r.style.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .map(|(s, st)| {
+            let mut group: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.scenario == s && r.style == st)
+                .collect();
+            let m = median(group.iter().map(|r| r.throughput).collect());
+            group.sort_by(|a, b| a.throughput.total_cmp(&b.throughput));
+            let mut row = group
+                .iter()
+                .find(|r| r.throughput == m)
+                .copied()
+                .unwrap_or(group[0])
+                .clone();
+            if group.len() > 1 {
+                row.extra
+                    .insert("runs".into(), serde_json::Value::from(group.len()));
+                let all: Vec<f64> = group.iter().map(|r| r.throughput).collect();
+                row.extra
+                    .insert("throughput_runs".into(), serde_json::Value::from(all));
+            }
+            row
+        })
+        .collect()
+}
+
+/// The table as printed.
+pub fn table(rows: &[Row]) -> String {
+    let header = [
+        "scenario",
+        "style",
+        "conns",
+        "requests",
+        "errors",
+        "req/s",
+        "p50",
+        "p99",
+        "p99.9",
+        "srv µs/req",
+        "gen cores",
+        "note",
+    ];
+    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in rows {
+        let runs = r
+            .extra
+            .get("runs")
+            .and_then(|v| v.as_u64())
+            .map(|n| format!(" (median of {n})"))
+            .unwrap_or_default();
+        cells.push(vec![
+            r.scenario.clone(),
+            r.style.clone(),
+            r.connections.to_string(),
+            r.requests.to_string(),
+            r.errors.to_string(),
+            if r.throughput > 0.0 {
+                format!("{:.0}", r.throughput)
+            } else {
+                "-".into()
+            },
+            fmt_us(r.latency.p50_us),
+            fmt_us(r.latency.p99_us),
+            fmt_us(r.latency.p999_us),
+            r.server_cpu_us
+                .map(|c| format!("{c:.1}"))
+                .unwrap_or_else(|| "-".into()),
+            r.client_cores
+                .map(|c| format!("{c:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            format!("{}{runs}", r.note),
+        ]);
+    }
+    let cols = header.len();
+    let widths: Vec<usize> = (0..cols - 1)
+        .map(|c| {
+            cells
+                .iter()
+                .map(|row| row[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (i, row) in cells.iter().enumerate() {
+        let mut line = String::new();
+        for c in 0..cols {
+            if c + 1 == cols {
+                line.push_str(&row[c]);
+            } else {
+                let pad = widths[c] - row[c].chars().count();
+                let right = (2..=10).contains(&c);
+                if right {
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(&row[c]);
+                } else {
+                    line.push_str(&row[c]);
+                    line.push_str(&" ".repeat(pad));
+                }
+                line.push_str("  ");
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+        if i == 0 {
+            let total: usize = widths.iter().map(|w| w + 2).sum::<usize>() + 4;
+            let _ = writeln!(out, "{}", "-".repeat(total));
+        }
+    }
+    out
+}
+
+/// One target of issue 5 and how this run did against it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub name: String,
+    pub goal: String,
+    pub value: Option<f64>,
+    pub met: Option<bool>,
+    pub detail: String,
+}
+
+fn find<'a>(rows: &'a [Row], scenario: &str, style: &str) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.scenario == scenario && (style.is_empty() || r.style == style))
+}
+
+const LEGACY: &str = "2025-11-25";
+const MODERN: &str = "2026-07-28";
+
+/// The ratios issue 5 asks for, from the median rows.
+pub fn targets(rows: &[Row]) -> Vec<Target> {
+    let mut out = Vec::new();
+    let sqlite = find(rows, "baseline-sqlite", "").map(|r| r.throughput);
+    let http = find(rows, "baseline-http", "").map(|r| r.throughput);
+    for style in [LEGACY, MODERN] {
+        if let (Some(p), Some(b)) = (find(rows, "propose", style), sqlite) {
+            let v = p.throughput / b;
+            out.push(Target {
+                name: format!("propose {style} / baseline-sqlite"),
+                goal: "≥ 2.0×".into(),
+                value: Some(v),
+                met: Some(v >= 2.0 && p.errors == 0),
+                detail: format!("{:.0} vs {:.0} commits/s", p.throughput, b),
+            });
+        }
+    }
+    for style in [LEGACY, MODERN] {
+        if let (Some(c), Some(b)) = (find(rows, "check-pending", style), http) {
+            let v = c.throughput / b;
+            out.push(Target {
+                name: format!("check-pending {style} / baseline-http"),
+                goal: "≥ 0.5×".into(),
+                value: Some(v),
+                met: Some(v >= 0.5 && c.errors == 0),
+                detail: format!("{:.0} vs {:.0} req/s", c.throughput, b),
+            });
+        }
+    }
+    for scenario in ["check-pending", "propose"] {
+        if let (Some(l), Some(m)) = (find(rows, scenario, LEGACY), find(rows, scenario, MODERN))
+            && let (Some(a), Some(b)) = (l.server_cpu_us, m.server_cpu_us)
+        {
+            let v = b / a;
+            out.push(Target {
+                name: format!("{scenario}: CPU/request 2026-07-28 / 2025-11-25"),
+                goal: "≤ 1.1×".into(),
+                value: Some(v),
+                met: Some(v <= 1.1),
+                detail: format!("{b:.1} vs {a:.1} µs/request"),
+            });
+        }
+    }
+    if let Some(h) = find(rows, "hold", "") {
+        let per = h
+            .extra
+            .get("rss_per_held_call_bytes")
+            .and_then(|v| v.as_f64())
+            .map(|b| b / 1024.0);
+        out.push(Target {
+            name: format!("hold: server RSS per held call at {}", h.connections),
+            goal: "≤ 16 KiB, no errors".into(),
+            value: per,
+            met: per.map(|p| p <= 16.0 && h.errors == 0 && h.connections >= 10_000),
+            detail: format!(
+                "{} errors{}",
+                h.errors,
+                if h.connections < 10_000 {
+                    " (fewer than 10,000 held: not a verdict)"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
+    if let Some(w) = find(rows, "wake", "") {
+        let ms = |us: f64| us / 1000.0;
+        out.push(Target {
+            name: "wake p99 (ms)".into(),
+            goal: "≤ 50 ms".into(),
+            value: Some(ms(w.latency.p99_us)),
+            met: Some(ms(w.latency.p99_us) <= 50.0 && w.errors == 0 && w.latency.p99_us > 0.0),
+            detail: format!("{} held, {} errors", w.connections, w.errors),
+        });
+        out.push(Target {
+            name: "wake p50 (ms)".into(),
+            goal: "≤ 20 ms".into(),
+            value: Some(ms(w.latency.p50_us)),
+            met: Some(ms(w.latency.p50_us) <= 20.0 && w.errors == 0 && w.latency.p50_us > 0.0),
+            detail: format!("max {}", fmt_us(w.latency.max_us)),
+        });
+    }
+    // Flat with history: the preloaded rows against the plain ones.
+    for (base, pre) in rows
+        .iter()
+        .filter(|r| r.scenario.contains('@'))
+        .filter_map(|pre| {
+            let base_name = pre.scenario.split('@').next()?;
+            find(rows, base_name, &pre.style).map(|b| (b, pre))
+        })
+    {
+        let v = pre.latency.p50_us / base.latency.p50_us;
+        out.push(Target {
+            name: format!("{}: p50 with history / without", pre.scenario),
+            goal: "flat (≈ 1×)".into(),
+            value: Some(v),
+            met: Some(v <= 1.5),
+            detail: format!(
+                "p50 {} vs {}",
+                fmt_us(pre.latency.p50_us),
+                fmt_us(base.latency.p50_us)
+            ),
+        });
+    }
+    out
+}
+
+/// The targets as printed under the table.
+pub fn targets_text(targets: &[Target]) -> String {
+    let mut out = String::new();
+    for t in targets {
+        let verdict = match t.met {
+            Some(true) => "met",
+            Some(false) => "NOT met",
+            None => "n/a",
+        };
+        let value = t
+            .value
+            .map(|v| format!("{v:.2}"))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "  {:<52} {:>8}  (target {}) {verdict}: {}",
+            t.name, value, t.goal, t.detail
+        );
+    }
+    out
+}
