@@ -105,7 +105,10 @@ async fn run_one(config: &HookConfig, ev: &Event) {
     cmd.arg("-c")
         .arg(&config.command)
         .env("SUPERVISE_EVENT", &ev.event)
-        .env("SUPERVISE_PROPOSAL_ID", ev.proposal_id.as_deref().unwrap_or(""))
+        .env(
+            "SUPERVISE_PROPOSAL_ID",
+            ev.proposal_id.as_deref().unwrap_or(""),
+        )
         .env("SUPERVISE_BOTTLE", ev.bottle.as_deref().unwrap_or(""))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

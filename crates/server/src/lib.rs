@@ -57,7 +57,9 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> anyhow::Result<()> {
-    let local_addr = listener.local_addr().context("reading the listen address")?;
+    let local_addr = listener
+        .local_addr()
+        .context("reading the listen address")?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let (writer, writer_task) = writer::Writer::spawn(store.clone());
@@ -100,12 +102,11 @@ pub async fn serve(
         server_info: server_info(),
     });
 
-    http::accept_loop(listener, app.clone(), shutdown).await;
+    let graceful = http::accept_loop(listener, app.clone(), shutdown).await;
 
-    // Stop accepting happened above; now answer waiting calls and drain.
+    // No longer accepting: answer every waiting call `pending`, then let requests finish.
     let _ = stop_tx.send(true);
-    let drain = app.config.drain_timeout;
-    http::drain(drain).await;
+    http::drain(graceful, app.config.drain_timeout).await;
     drop(app);
     let _ = writer_task.await;
     let _ = watcher_task.await;

@@ -1,1 +1,197 @@
-fn main() {}
+//! `supervise-server`: parses flags, starts logging, opens the database, registers
+//! `--bottle`s, binds, and serves until SIGINT/SIGTERM.
+
+use std::io::IsTerminal;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, ValueEnum};
+use supervise_server::Config;
+use supervise_store::clock::parse_duration;
+use supervise_store::{Policy, Registered, Store, StoreError, StoreOptions};
+use tracing_subscriber::EnvFilter;
+
+/// The supervise MCP server: agents in bottles propose egress and git-push changes; a human
+/// decides them with the `supervise` CLI.
+#[derive(Debug, Parser)]
+#[command(name = "supervise-server", version, about, max_term_width = 100)]
+struct Args {
+    /// Database file (created and migrated on start).
+    #[arg(long, env = "SUPERVISE_DB", default_value = "./supervise.db")]
+    db: PathBuf,
+
+    /// Address to listen on (port 0 picks a free port; the address is logged).
+    #[arg(long, env = "SUPERVISE_LISTEN", default_value = "127.0.0.1:7411")]
+    listen: SocketAddr,
+
+    /// Grace window: how long a proposal waits for a decision before answering `pending`
+    /// (seconds, or 90s/10m; 0 answers `pending` at once).
+    #[arg(long, env = "SUPERVISE_RESPONSE_TIMEOUT_SECONDS", default_value = "30", value_parser = duration)]
+    grace: Duration,
+
+    /// Register a bottle at start (updates its IP if the slug exists; refuses to start if
+    /// the IP belongs to another bottle). Repeatable.
+    #[arg(long = "bottle", value_name = "SLUG=IP", value_parser = bottle)]
+    bottles: Vec<(String, IpAddr)>,
+
+    /// How long an undecided proposal lives (0 = forever).
+    #[arg(long, env = "SUPERVISE_PROPOSAL_TTL", default_value = "24h", value_parser = duration)]
+    proposal_ttl: Duration,
+
+    /// An identical change rejected this recently is answered `rejected` at once (0 = off).
+    #[arg(long, env = "SUPERVISE_REJECT_COOLDOWN", default_value = "10m", value_parser = duration)]
+    reject_cooldown: Duration,
+
+    /// Undecided proposals one bottle may have (0 = no cap).
+    #[arg(long, env = "SUPERVISE_MAX_PENDING_PER_BOTTLE", default_value_t = 64)]
+    max_pending_per_bottle: u32,
+
+    /// Command run once per event (decisions made by the CLI included), with the event as
+    /// JSON on stdin and SUPERVISE_EVENT / SUPERVISE_PROPOSAL_ID in its environment.
+    #[arg(long, env = "SUPERVISE_ON_EVENT", value_name = "CMD")]
+    on_event: Option<String>,
+
+    /// Extra allowed Origin value, e.g. http://tools.internal:7411. Repeatable.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+
+    /// Extra allowed Host value, e.g. supervise.internal:7411. Repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+
+    /// Log format (the filter comes from SUPERVISE_LOG, e.g. `info` or `supervise_server=debug`).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn bottle(s: &str) -> Result<(String, IpAddr), String> {
+    let (slug, ip) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not SLUG=IP (e.g. dev=127.0.0.1)"))?;
+    let ip: IpAddr = ip
+        .trim()
+        .parse()
+        .map_err(|_| format!("{ip:?} is not an IP address"))?;
+    Ok((slug.trim().to_owned(), ip))
+}
+
+fn non_zero<T: PartialEq + Default>(v: T) -> Option<T> {
+    (v != T::default()).then_some(v)
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    init_tracing(args.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("supervise-server: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("supervise-server: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter =
+        EnvFilter::try_from_env("SUPERVISE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let options = StoreOptions {
+        create: true,
+        policy: Policy {
+            proposal_ttl: non_zero(args.proposal_ttl),
+            reject_cooldown: non_zero(args.reject_cooldown),
+            max_pending_per_bottle: non_zero(args.max_pending_per_bottle),
+        },
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&args.db, options)
+        .await
+        .with_context(|| format!("cannot open the database {}", args.db.display()))?;
+    for (slug, ip) in &args.bottles {
+        match store.register_bottle(slug, *ip).await {
+            Ok((b, how)) => {
+                let how = match how {
+                    Registered::Added => "added",
+                    Registered::Updated => "updated",
+                    Registered::Unchanged => "unchanged",
+                };
+                tracing::info!(bottle = %b.slug, ip = %b.ip, how, "bottle registered");
+            }
+            Err(StoreError::IpTaken { ip, slug: other }) => {
+                bail!(
+                    "--bottle {slug}={ip}: address {ip} already belongs to bottle {other}; \
+                     remove it first (`supervise bottle rm {other}`) or pick another address"
+                );
+            }
+            Err(e) => bail!("--bottle {slug}={ip}: {e}"),
+        }
+    }
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(
+        address = %addr,
+        db = %args.db.display(),
+        grace_s = args.grace.as_secs_f64(),
+        "supervise-server listening on http://{addr}/mcp"
+    );
+    let config = Config {
+        grace: args.grace,
+        allowed_origins: args.allowed_origins,
+        allowed_hosts: args.allowed_hosts,
+        on_event: args.on_event,
+        ..Config::default()
+    };
+    supervise_server::serve(listener, store, config, shutdown_signal()).await
+}
+
+/// Resolves on the first SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+    }
+}

@@ -1,0 +1,294 @@
+//! What the tools answer: a human-readable text ending with one "what to do next" line, and
+//! the same facts as `structuredContent` (SPEC "MCP tools"). Store rows are converted here,
+//! explicitly, into the JSON the agent sees.
+
+use serde_json::{Map, Value, json};
+use supervise_protocol::{CallToolResult, Content, ProtocolVersion};
+use supervise_store::{Kind, Proposal, Status};
+
+/// One tool answer, before it is shaped for a protocol revision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// `pending`, `approved`, …, `unknown`, `refused`; `None` for list-proposals.
+    pub status: Option<&'static str>,
+    pub text: String,
+    pub structured: Value,
+}
+
+impl Answer {
+    /// `isError` is true exactly for these statuses.
+    pub fn is_error(&self) -> bool {
+        matches!(
+            self.status,
+            Some("rejected" | "expired" | "withdrawn" | "unknown" | "refused")
+        )
+    }
+
+    /// The `tools/call` result for `version` (no `structuredContent` before 2025-06-18).
+    pub fn into_result(self, version: ProtocolVersion) -> CallToolResult {
+        let is_error = self.is_error();
+        CallToolResult::new(vec![Content::text(self.text)])
+            .with_structured_content(self.structured)
+            .with_is_error(is_error)
+            .for_version(version)
+    }
+}
+
+/// What a change asks for, in words: `egress to api.example.com:443`.
+pub fn describe(kind: Kind, change: &Value) -> String {
+    let s = |k: &str| change.get(k).map(value_text).unwrap_or_else(|| "?".into());
+    match kind {
+        Kind::Egress => format!("egress to {}:{}", s("host"), s("port")),
+        Kind::GitPush => format!("push of {} to {}", s("ref"), s("remote")),
+    }
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The structured form of a proposal: `proposal_id`, `status`, `kind`, `proposal` (the
+/// change plus justification) and, once decided, `decision`.
+pub fn proposal_json(p: &Proposal, status: &str) -> Value {
+    let mut proposal = p.change.as_object().cloned().unwrap_or_default();
+    proposal.insert("justification".into(), Value::from(p.justification.clone()));
+    let mut out = Map::new();
+    out.insert("proposal_id".into(), Value::from(p.id.clone()));
+    out.insert("status".into(), Value::from(status));
+    out.insert("kind".into(), Value::from(p.kind.as_str()));
+    out.insert("proposal".into(), Value::Object(proposal));
+    if let Some(d) = &p.decision {
+        out.insert(
+            "decision".into(),
+            json!({
+                "change": d.change,
+                "note": d.note,
+                "decided_by": d.decided_by,
+                "decided_at": d.decided_at,
+            }),
+        );
+    }
+    Value::Object(out)
+}
+
+/// A list item: the proposal object plus `created_at` and `hits`.
+pub fn list_item(p: &Proposal) -> Value {
+    let mut v = proposal_json(p, p.status.as_str());
+    if let Value::Object(m) = &mut v {
+        m.insert("created_at".into(), Value::from(p.created_at.clone()));
+        m.insert("hits".into(), Value::from(p.hits));
+        if let Some(exp) = &p.expires_at {
+            m.insert("expires_at".into(), Value::from(exp.clone()));
+        }
+    }
+    v
+}
+
+fn answer(status: &'static str, p: &Proposal, body: String, next: String) -> Answer {
+    Answer {
+        status: Some(status),
+        text: format!("{body}\nNext: {next}"),
+        structured: proposal_json(p, status),
+    }
+}
+
+/// Still undecided: the id and the pointer to `check-proposal`.
+pub fn pending(p: &Proposal) -> Answer {
+    let what = describe(p.kind, &p.change);
+    let expiry = p
+        .expires_at
+        .as_ref()
+        .map(|e| format!(" It stays queued until {e} unless decided."))
+        .unwrap_or_else(|| " It stays queued until decided.".into());
+    answer(
+        "pending",
+        p,
+        format!(
+            "Proposal {id} ({what}) is pending: the operator has not decided it yet.{expiry}",
+            id = p.id
+        ),
+        format!(
+            "poll check-proposal with proposal_id {} in a minute; do not propose again.",
+            p.id
+        ),
+    )
+}
+
+/// A delivered decision (approved, modified or rejected), or an expiry.
+pub fn delivered(p: &Proposal) -> Answer {
+    let what = describe(p.kind, &p.change);
+    let d = p.decision.as_ref();
+    let by = d
+        .map(|d| format!(" by {} at {}", d.decided_by, d.decided_at))
+        .unwrap_or_default();
+    let note = d
+        .and_then(|d| d.note.clone())
+        .map(|n| format!(" Note: {n}"))
+        .unwrap_or_default();
+    match p.status {
+        Status::Approved => answer(
+            "approved",
+            p,
+            format!("Proposal {} ({what}) was approved{by}.{note}", p.id),
+            format!("{what} is now allowed; go ahead."),
+        ),
+        Status::Modified => {
+            let granted = d
+                .and_then(|d| d.change.as_ref())
+                .map(|c| describe(p.kind, c))
+                .unwrap_or_else(|| what.clone());
+            answer(
+                "modified",
+                p,
+                format!(
+                    "Proposal {} ({what}) was approved with a change{by}: the operator granted \
+                     {granted} instead.{note}",
+                    p.id
+                ),
+                format!("{granted} is now allowed (not {what}); adapt to it."),
+            )
+        }
+        Status::Rejected => {
+            let reason = d
+                .and_then(|d| d.note.clone())
+                .unwrap_or_else(|| "no reason given".into());
+            answer(
+                "rejected",
+                p,
+                format!("Proposal {} ({what}) was rejected{by}.{note}", p.id),
+                format!("rejected: {reason}; do not retry the same change."),
+            )
+        }
+        Status::Expired => expired(p),
+        Status::Withdrawn => answer(
+            "withdrawn",
+            p,
+            format!("Proposal {} ({what}) was withdrawn.", p.id),
+            "propose again only if you still need it.".into(),
+        ),
+        Status::Pending => pending(p),
+    }
+}
+
+/// Undecided past its expiry (now archived).
+pub fn expired(p: &Proposal) -> Answer {
+    let what = describe(p.kind, &p.change);
+    answer(
+        "expired",
+        p,
+        format!(
+            "Proposal {} ({what}) expired: no operator decided it in time. It is no longer queued.",
+            p.id
+        ),
+        "propose it again only if you still need it, with a clear justification.".into(),
+    )
+}
+
+/// An identical change was rejected within the cooldown: answered with that rejection.
+pub fn auto_rejected(p: &Proposal) -> Answer {
+    let what = describe(p.kind, &p.change);
+    let reason = p
+        .decision
+        .as_ref()
+        .and_then(|d| d.note.clone())
+        .unwrap_or_else(|| "no reason given".into());
+    let by = p
+        .decision
+        .as_ref()
+        .map(|d| format!(" by {} at {}", d.decided_by, d.decided_at))
+        .unwrap_or_default();
+    answer(
+        "rejected",
+        p,
+        format!(
+            "The same change ({what}) was rejected recently{by} as proposal {}; nothing new was \
+             queued. Note: {reason}",
+            p.id
+        ),
+        format!("rejected: {reason}; do not retry the same change."),
+    )
+}
+
+/// Withdrawn at the agent's request.
+pub fn withdrawn(p: &Proposal) -> Answer {
+    let what = describe(p.kind, &p.change);
+    answer(
+        "withdrawn",
+        p,
+        format!(
+            "Proposal {} ({what}) is withdrawn as you asked; the operator will not see it in the queue.",
+            p.id
+        ),
+        "nothing to poll; propose again if you need it after all.".into(),
+    )
+}
+
+/// No open proposal of this bottle has the id.
+pub fn unknown(id: &str) -> Answer {
+    Answer {
+        status: Some("unknown"),
+        text: format!(
+            "No open proposal {id} for this bottle: the id is unknown, belongs to another \
+             bottle, or its answer was already delivered (a decision is delivered once).\nNext: \
+             do not poll this id again; call list-proposals to see your open proposals."
+        ),
+        structured: json!({ "proposal_id": id, "status": "unknown" }),
+    }
+}
+
+/// The call was refused: invalid input, or a limit reached. `field` names the argument to
+/// blame, when one is.
+pub fn refused(error: impl Into<String>, field: Option<&str>, next: &str) -> Answer {
+    let error = error.into();
+    let mut structured = Map::new();
+    structured.insert("status".into(), Value::from("refused"));
+    structured.insert("error".into(), Value::from(error.clone()));
+    if let Some(f) = field {
+        structured.insert("field".into(), Value::from(f));
+    }
+    Answer {
+        status: Some("refused"),
+        text: format!("Refused: {error}\nNext: {next}"),
+        structured: Value::Object(structured),
+    }
+}
+
+/// The answer to `list-proposals`.
+pub fn list(proposals: &[Proposal]) -> Answer {
+    let items: Vec<Value> = proposals.iter().map(list_item).collect();
+    let mut text = String::new();
+    if proposals.is_empty() {
+        text.push_str("You have no open proposals.\nNext: propose a change when you need one.");
+    } else {
+        text.push_str(&format!(
+            "{} open proposal(s), oldest first:\n",
+            proposals.len()
+        ));
+        for p in proposals {
+            text.push_str(&format!(
+                "- {} [{}] {} (asked {} time(s), since {})\n",
+                p.id,
+                p.status,
+                describe(p.kind, &p.change),
+                p.hits,
+                p.created_at
+            ));
+        }
+        let decided = proposals.iter().any(|p| p.status != Status::Pending);
+        text.push_str(if decided {
+            "Next: call check-proposal with each decided id to receive its decision; do not \
+             propose the pending ones again."
+        } else {
+            "Next: wait for the operator; poll check-proposal with an id in a minute; do not \
+             propose these again."
+        });
+    }
+    Answer {
+        status: None,
+        text,
+        structured: json!({ "proposals": items }),
+    }
+}

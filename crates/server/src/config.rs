@@ -1,0 +1,51 @@
+//! The server's settings, resolved by `main.rs` from flags and environment.
+
+use std::time::Duration;
+
+/// Largest request body accepted on `POST /mcp`; larger ones get HTTP 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Everything [`crate::serve`] needs besides the listener and the store.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// How long a proposal tool waits for a decision before answering `pending` (zero:
+    /// answer at once).
+    pub grace: Duration,
+    /// Extra `Origin` values accepted besides `http://localhost:PORT` and
+    /// `http://127.0.0.1:PORT`.
+    pub allowed_origins: Vec<String>,
+    /// Extra `Host` values accepted (and, on a non-loopback listener, the only ones accepted
+    /// when any is given).
+    pub allowed_hosts: Vec<String>,
+    /// `--on-event` command, run once per audit event (see [`crate::hooks`]).
+    pub on_event: Option<String>,
+    /// How often the watcher reads the store's change feed.
+    pub watch_interval: Duration,
+    /// How often undecided proposals and grants past their time are expired.
+    pub sweep_interval: Duration,
+    /// How long a bottle lookup by source address is reused.
+    pub bottle_cache_ttl: Duration,
+    /// How long a client may take to send the request head.
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send the request body.
+    pub body_read_timeout: Duration,
+    /// How long shutdown waits for in-flight requests after waiting calls were answered.
+    pub drain_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            grace: Duration::from_secs(30),
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            on_event: None,
+            watch_interval: Duration::from_millis(20),
+            sweep_interval: Duration::from_secs(5),
+            bottle_cache_ttl: Duration::from_secs(1),
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            drain_timeout: Duration::from_secs(10),
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! The HTTP side: accepting connections, routing (`POST /mcp`, `GET /healthz`), the body
+//! limit, DNS-rebinding protection (Origin/Host), attribution by source address, and turning
+//! an [`rpc::Reply`] into a response.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use serde_json::json;
+use supervise_protocol::{ErrorCode, ErrorObject, ErrorResponse};
+use tokio::net::TcpListener;
+use tracing::Instrument;
+
+use crate::App;
+use crate::config::MAX_BODY_BYTES;
+use crate::rpc;
+
+/// Accepts connections until `shutdown` resolves; returns the handle that drains them.
+pub async fn accept_loop(
+    listener: TcpListener,
+    app: Arc<App>,
+    shutdown: impl Future<Output = ()>,
+) -> GracefulShutdown {
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let app_for_conn = app.clone();
+        let service = service_fn(move |req| {
+            let app = app_for_conn.clone();
+            async move { Ok::<_, Infallible>(handle(app, peer, req).await) }
+        });
+        let conn = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(app.config.header_read_timeout)
+            .keep_alive(true)
+            .serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: no longer accepting connections");
+    graceful
+}
+
+/// Waits for open connections to finish their requests (idle keep-alive connections are
+/// closed at once), at most `timeout`.
+pub async fn drain(graceful: GracefulShutdown, timeout: Duration) {
+    if tokio::time::timeout(timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            timeout_ms = timeout.as_millis() as u64,
+            "shutdown: some connections did not finish in time"
+        );
+    }
+}
+
+/// The source address as attribution sees it: IPv4-mapped IPv6 becomes IPv4.
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    }
+}
+
+async fn handle(app: Arc<App>, peer: SocketAddr, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let started = Instant::now();
+    let ip = canonical_ip(peer.ip());
+    let span = tracing::debug_span!("request", %ip, http_method = %req.method(), path = req.uri().path(), rpc_method = tracing::field::Empty, bottle = tracing::field::Empty);
+    async move {
+        let response = route(&app, ip, req).await;
+        tracing::debug!(
+            status = response.status().as_u16(),
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "request"
+        );
+        response
+    }
+    .instrument(span)
+    .await
+}
+
+async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let path = req.uri().path();
+    if path != "/mcp" && path != "/healthz" {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found: this server answers POST /mcp and GET /healthz\n",
+        );
+    }
+    if let Err(refusal) = check_origin_and_host(app, req.headers()) {
+        tracing::info!(%ip, reason = %refusal, "refused by DNS-rebinding protection");
+        return rpc_error(
+            StatusCode::FORBIDDEN,
+            ErrorObject::new(ErrorCode::INVALID_REQUEST, refusal),
+        );
+    }
+    if path == "/healthz" {
+        return match *req.method() {
+            Method::GET | Method::HEAD => healthz(app).await,
+            _ => with_allow(
+                plain(StatusCode::METHOD_NOT_ALLOWED, "use GET\n"),
+                "GET, HEAD",
+            ),
+        };
+    }
+    if req.method() != Method::POST {
+        // Stateless server: no GET stream to resume, no session to DELETE.
+        return with_allow(
+            rpc_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "{} /mcp is not supported: this server is stateless and answers POST only",
+                        req.method()
+                    ),
+                ),
+            ),
+            "POST",
+        );
+    }
+
+    let bottle = match app.bottles.lookup(&app.store, ip).await {
+        Ok(Some(b)) => b,
+        Ok(None) => {
+            tracing::info!(%ip, "refused: no bottle registered for this address");
+            return rpc_error(
+                StatusCode::FORBIDDEN,
+                ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "source address {ip} is not registered to any bottle; an operator can \
+                         register it with `supervise bottle add SLUG --ip {ip}`"
+                    ),
+                ),
+            );
+        }
+        Err(e) => {
+            tracing::warn!(%ip, error = %e, "bottle lookup failed");
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorObject::internal("the database did not answer; try again"),
+            );
+        }
+    };
+    tracing::Span::current().record("bottle", bottle.slug.as_str());
+
+    if let Some(len) = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        && len > MAX_BODY_BYTES as u64
+    {
+        return too_large();
+    }
+    let (parts, body) = req.into_parts();
+    let collected = tokio::time::timeout(
+        app.config.body_read_timeout,
+        Limited::new(body, MAX_BODY_BYTES).collect(),
+    )
+    .await;
+    let body = match collected {
+        Err(_) => {
+            return rpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                ErrorObject::invalid_request("the request body was not received in time"),
+            );
+        }
+        Ok(Err(e))
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return too_large();
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "reading the request body failed");
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorObject::invalid_request("the request body could not be read"),
+            );
+        }
+        Ok(Ok(b)) => b.to_bytes(),
+    };
+
+    let reply = rpc::handle(app, &bottle, &parts.headers, &body).await;
+    match reply {
+        rpc::Reply::Accepted => Response::builder()
+            .status(StatusCode::ACCEPTED)
+            .body(Full::new(Bytes::new()))
+            .expect("static response"),
+        rpc::Reply::Json { status, body } => json_response(status, body.to_string()),
+    }
+}
+
+async fn healthz(app: &App) -> Response<Full<Bytes>> {
+    match app.store.health().await {
+        Ok(()) => json_response(
+            StatusCode::OK,
+            json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }).to_string(),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "health check: database did not answer");
+            json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({ "status": "unavailable", "error": e.to_string() }).to_string(),
+            )
+        }
+    }
+}
+
+/// DNS-rebinding protection, exactly as SPEC says: a present `Origin` must be
+/// `http://localhost:PORT`, `http://127.0.0.1:PORT` or an allowed origin; on a loopback
+/// listener `Host` must be `localhost:PORT`, `127.0.0.1:PORT`, `[::1]:PORT` or an allowed
+/// host; elsewhere `Host` is checked only against allowed hosts, when any are given.
+fn check_origin_and_host(app: &App, headers: &HeaderMap) -> Result<(), String> {
+    let port = app.local_addr.port();
+    let config = &app.config;
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("").trim();
+        let norm = origin.trim_end_matches('/').to_ascii_lowercase();
+        let ok = norm == format!("http://localhost:{port}")
+            || norm == format!("http://127.0.0.1:{port}")
+            || config
+                .allowed_origins
+                .iter()
+                .any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(&norm));
+        if !ok {
+            return Err(format!(
+                "origin {origin:?} is not allowed (allowed: http://localhost:{port}, \
+                 http://127.0.0.1:{port}{}); start the server with --allowed-origin to allow it",
+                extra(&config.allowed_origins)
+            ));
+        }
+    }
+    let host = headers
+        .get(header::HOST)
+        .map(|h| h.to_str().unwrap_or("").trim().to_ascii_lowercase());
+    let host_allowed = |h: &str| {
+        config
+            .allowed_hosts
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(h))
+    };
+    if app.local_addr.ip().is_loopback() {
+        let ok = host.as_deref().is_some_and(|h| {
+            h == format!("localhost:{port}")
+                || h == format!("127.0.0.1:{port}")
+                || h == format!("[::1]:{port}")
+                || host_allowed(h)
+        });
+        if !ok {
+            return Err(format!(
+                "host {:?} is not allowed (allowed: localhost:{port}, 127.0.0.1:{port}, \
+                 [::1]:{port}{}); start the server with --allowed-host to allow it",
+                host.unwrap_or_default(),
+                extra(&config.allowed_hosts)
+            ));
+        }
+    } else if !config.allowed_hosts.is_empty() && !host.as_deref().is_some_and(host_allowed) {
+        return Err(format!(
+            "host {:?} is not allowed (allowed: {})",
+            host.unwrap_or_default(),
+            config.allowed_hosts.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+fn extra(list: &[String]) -> String {
+    list.iter().map(|s| format!(", {s}")).collect()
+}
+
+fn too_large() -> Response<Full<Bytes>> {
+    rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorObject::invalid_request(format!(
+            "the request body is larger than {MAX_BODY_BYTES} bytes"
+        )),
+    )
+}
+
+/// An HTTP error with a JSON-RPC error body (`"id": null`).
+pub fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Full<Bytes>> {
+    let body = serde_json::to_string(&ErrorResponse::new(None, error)).expect("serialisable");
+    json_response(status, body)
+}
+
+fn json_response(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CACHE_CONTROL, "no-store")
+        .body(Full::new(Bytes::from(body)))
+        .expect("static response")
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(Full::new(Bytes::from_static(text.as_bytes())))
+        .expect("static response")
+}
+
+fn with_allow(mut r: Response<Full<Bytes>>, allow: &'static str) -> Response<Full<Bytes>> {
+    r.headers_mut()
+        .insert(header::ALLOW, http::HeaderValue::from_static(allow));
+    r
+}

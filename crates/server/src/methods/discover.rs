@@ -1,0 +1,16 @@
+//! `server/discover` (2026-07-28): versions, capabilities, identity and cache hints.
+
+use serde_json::Value;
+use supervise_protocol::{CacheScope, DiscoverResult, ServerCapabilities};
+
+use super::{CACHE_TTL_MS, Ctx, INSTRUCTIONS};
+
+pub fn call(ctx: &Ctx<'_>) -> Value {
+    let result = DiscoverResult::new(
+        &ctx.app.server_info,
+        ServerCapabilities::default().with_tools(false),
+    )
+    .with_instructions(INSTRUCTIONS)
+    .with_cache(CACHE_TTL_MS, CacheScope::Public);
+    serde_json::to_value(result).expect("discover result serialises")
+}

@@ -1,0 +1,26 @@
+//! `tools/call`: an unknown tool is a protocol error (-32602, as the MCP specification's own
+//! example shows); everything the tool itself refuses is a result with `isError: true`.
+
+use serde_json::Value;
+use supervise_protocol::{CallToolParams, ErrorObject, methods, parse_params};
+
+use super::Ctx;
+use crate::tools;
+
+pub async fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    let params: CallToolParams = parse_params(methods::TOOLS_CALL, params)?;
+    let args = params.arguments.unwrap_or_default();
+    let answer = match tools::parse(&params.name, &args) {
+        None => {
+            return Err(ErrorObject::invalid_params(format!(
+                "Unknown tool: {} (this server has: {})",
+                params.name,
+                tools::NAMES.join(", ")
+            )));
+        }
+        Some(Err(refused)) => refused,
+        Some(Ok(call)) => tools::apply(ctx.app, ctx.bottle, call).await,
+    };
+    tracing::debug!(tool = %params.name, status = answer.status.unwrap_or("list"), "tool answered");
+    serde_json::to_value(answer.into_result(ctx.version)).map_err(ErrorObject::internal)
+}

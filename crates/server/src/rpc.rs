@@ -1,0 +1,292 @@
+//! One POST body to one reply: classify the JSON-RPC message, pick the protocol era, check
+//! the 2026-07-28 request headers, and dispatch to [`crate::methods`].
+//!
+//! Era rule (dual-era server, stateless in both): a request whose `params._meta` carries
+//! `io.modelcontextprotocol/protocolVersion`, or whose `MCP-Protocol-Version` header names
+//! 2026-07-28, or that is `server/discover`, is served as 2026-07-28 (headers checked,
+//! `_meta` required, `resultType` on results, HTTP 400/404 on errors). Anything else is
+//! served in the handshake era at the revision in the `MCP-Protocol-Version` header
+//! (2025-03-26 when absent). Batches are accepted only for 2025-03-26, the one revision that
+//! has them, and their requests are answered one after the other.
+
+use http::{HeaderMap, StatusCode};
+use serde_json::Value;
+use supervise_protocol::{
+    DEFAULT_WITHOUT_HEADER, ErrorCode, ErrorObject, ErrorResponse, Incoming, Message,
+    ProtocolVersion, Request, Response, SUPPORTED_VERSIONS, decode_header_value, header, methods,
+    modern_meta, modern_result, parse_message, requested_version,
+};
+use supervise_store::Bottle;
+
+use crate::App;
+use crate::methods::{Ctx, Method};
+
+/// What to send back.
+#[derive(Debug)]
+pub enum Reply {
+    /// 202, no body (notifications and responses).
+    Accepted,
+    /// A JSON body with this status.
+    Json { status: StatusCode, body: Value },
+}
+
+/// Handles one POST body from `bottle`.
+pub async fn handle(app: &App, bottle: &Bottle, headers: &HeaderMap, body: &[u8]) -> Reply {
+    let incoming = match parse_message(body) {
+        Ok(m) => m,
+        Err(e) => return error_reply(StatusCode::BAD_REQUEST, e),
+    };
+    match incoming {
+        Incoming::Notification(n) => {
+            tracing::Span::current().record("rpc_method", n.method.as_str());
+            tracing::debug!(method = %n.method, "notification accepted");
+            Reply::Accepted
+        }
+        Incoming::Response(_) => Reply::Accepted,
+        Incoming::Request(req) => {
+            tracing::Span::current().record("rpc_method", req.method.as_str());
+            let (status, response) = request(app, bottle, headers, req).await;
+            Reply::Json {
+                status,
+                body: serde_json::to_value(response).expect("responses serialise"),
+            }
+        }
+        Incoming::Batch(items) => batch(app, bottle, headers, items).await,
+    }
+}
+
+async fn batch(
+    app: &App,
+    bottle: &Bottle,
+    headers: &HeaderMap,
+    items: Vec<Result<Message, ErrorResponse>>,
+) -> Reply {
+    let version = header_value(headers, header::PROTOCOL_VERSION);
+    if !matches!(version.as_deref(), None | Some("2025-03-26")) {
+        return error_reply(
+            StatusCode::BAD_REQUEST,
+            ErrorResponse::new(
+                None,
+                ErrorObject::invalid_request(
+                    "JSON-RPC batches are only allowed in protocol revision 2025-03-26; send one message per request",
+                ),
+            ),
+        );
+    }
+    tracing::Span::current().record("rpc_method", "(batch)");
+    let mut out = Vec::new();
+    for item in items {
+        match item {
+            Err(e) => out.push(serde_json::to_value(e).expect("serialise")),
+            Ok(Message::Request(req)) => {
+                if modern_meta(req.params.as_ref()).is_some() {
+                    out.push(
+                        serde_json::to_value(Response::error(
+                            Some(req.id),
+                            ErrorObject::invalid_request(
+                                "a 2026-07-28 request cannot be part of a batch",
+                            ),
+                        ))
+                        .expect("serialise"),
+                    );
+                    continue;
+                }
+                let (_, response) = request(app, bottle, headers, req).await;
+                out.push(serde_json::to_value(response).expect("serialise"));
+            }
+            Ok(Message::Notification(_) | Message::Response(_)) => {}
+        }
+    }
+    if out.is_empty() {
+        Reply::Accepted
+    } else {
+        Reply::Json {
+            status: StatusCode::OK,
+            body: Value::Array(out),
+        }
+    }
+}
+
+fn error_reply(status: StatusCode, e: ErrorResponse) -> Reply {
+    Reply::Json {
+        status,
+        body: serde_json::to_value(e).expect("errors serialise"),
+    }
+}
+
+/// A header's value, trimmed; `None` when absent or not text.
+fn header_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .map(|v| v.to_str().map(|s| s.trim().to_owned()).unwrap_or_default())
+}
+
+async fn request(
+    app: &App,
+    bottle: &Bottle,
+    headers: &HeaderMap,
+    req: Request,
+) -> (StatusCode, Response) {
+    let header_version = header_value(headers, header::PROTOCOL_VERSION);
+    let modern = modern_meta(req.params.as_ref()).is_some()
+        || req.method == methods::SERVER_DISCOVER
+        || header_version
+            .as_deref()
+            .and_then(ProtocolVersion::parse)
+            .is_some_and(ProtocolVersion::is_modern);
+    if modern {
+        modern_request(app, bottle, headers, header_version, req).await
+    } else {
+        legacy_request(app, bottle, header_version, req).await
+    }
+}
+
+async fn legacy_request(
+    app: &App,
+    bottle: &Bottle,
+    header_version: Option<String>,
+    req: Request,
+) -> (StatusCode, Response) {
+    let version = match header_version.as_deref() {
+        // `initialize` negotiates its own revision from its params.
+        _ if req.method == methods::INITIALIZE => DEFAULT_WITHOUT_HEADER,
+        None => DEFAULT_WITHOUT_HEADER,
+        Some(v) => match ProtocolVersion::parse(v).filter(|v| v.is_legacy()) {
+            Some(v) => v,
+            None => {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    Response::error(
+                        Some(req.id),
+                        ErrorObject::unsupported_protocol_version(&SUPPORTED_VERSIONS, v),
+                    ),
+                );
+            }
+        },
+    };
+    let ctx = Ctx {
+        app,
+        bottle,
+        version,
+        modern: None,
+    };
+    let method = Method::parse(&req.method, false);
+    match method.call(&req.method, &ctx, req.params.as_ref()).await {
+        Ok(result) => (StatusCode::OK, Response::result(req.id, result)),
+        Err(e) => (StatusCode::OK, Response::error(Some(req.id), e)),
+    }
+}
+
+async fn modern_request(
+    app: &App,
+    bottle: &Bottle,
+    headers: &HeaderMap,
+    header_version: Option<String>,
+    req: Request,
+) -> (StatusCode, Response) {
+    let fail =
+        |status: StatusCode, e: ErrorObject| (status, Response::error(Some(req.id.clone()), e));
+    if let Err(detail) = check_modern_headers(headers, header_version.as_deref(), &req) {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            ErrorObject::header_mismatch(detail),
+        );
+    }
+    let meta = match modern_meta(req.params.as_ref()) {
+        None => {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                ErrorObject::invalid_params(format!(
+                    "missing required _meta field \"{}\" (2026-07-28 requests carry their protocol metadata in params._meta)",
+                    supervise_protocol::META_PROTOCOL_VERSION
+                )),
+            );
+        }
+        Some(Err(e)) => return fail(StatusCode::BAD_REQUEST, e),
+        Some(Ok(meta)) => meta,
+    };
+    let method = Method::parse(&req.method, true);
+    if method == Method::Unknown {
+        return fail(
+            StatusCode::NOT_FOUND,
+            ErrorObject::method_not_found(&req.method),
+        );
+    }
+    let ctx = Ctx {
+        app,
+        bottle,
+        version: meta.protocol_version,
+        modern: Some(meta),
+    };
+    match method.call(&req.method, &ctx, req.params.as_ref()).await {
+        Ok(result) => (
+            StatusCode::OK,
+            Response::result(req.id, modern_result(result, &app.server_info)),
+        ),
+        Err(e) => {
+            let status = if e.code == ErrorCode::METHOD_NOT_FOUND {
+                StatusCode::NOT_FOUND
+            } else if e.code == ErrorCode::INTERNAL_ERROR {
+                StatusCode::INTERNAL_SERVER_ERROR
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            fail(status, e)
+        }
+    }
+}
+
+/// The 2026-07-28 request headers must mirror the body: `MCP-Protocol-Version` = `_meta`
+/// version, `Mcp-Method` = `method`, `Mcp-Name` = `params.name` for `tools/call`.
+fn check_modern_headers(
+    headers: &HeaderMap,
+    header_version: Option<&str>,
+    req: &Request,
+) -> Result<(), String> {
+    match header_value(headers, header::METHOD) {
+        None => {
+            return Err(format!(
+                "missing Mcp-Method header (body method is {:?})",
+                req.method
+            ));
+        }
+        Some(m) if m != req.method => {
+            return Err(format!(
+                "Mcp-Method header {m:?} does not match body method {:?}",
+                req.method
+            ));
+        }
+        Some(_) => {}
+    }
+    let Some(header_version) = header_version else {
+        return Err("missing MCP-Protocol-Version header".into());
+    };
+    if let Some(body_version) = requested_version(req.params.as_ref())
+        && body_version != header_version
+    {
+        return Err(format!(
+            "MCP-Protocol-Version header {header_version:?} does not match _meta protocolVersion {body_version:?}"
+        ));
+    }
+    if req.method == methods::TOOLS_CALL
+        && let Some(name) = req
+            .params
+            .as_ref()
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+    {
+        let raw = headers
+            .get(header::NAME)
+            .ok_or_else(|| format!("missing Mcp-Name header (body params.name is {name:?})"))?;
+        let raw = raw
+            .to_str()
+            .map_err(|_| "Mcp-Name header is not visible ASCII".to_string())?;
+        let decoded = decode_header_value(raw).map_err(|e| format!("failed to {e}"))?;
+        if decoded != name {
+            return Err(format!(
+                "Mcp-Name header {decoded:?} does not match body params.name {name:?}"
+            ));
+        }
+    }
+    Ok(())
+}

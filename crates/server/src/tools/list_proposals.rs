@@ -1,0 +1,55 @@
+//! `list-proposals`: the caller's own proposals that are not archived yet.
+
+use serde_json::{Map, Value, json};
+use supervise_protocol::Tool;
+use supervise_store::Bottle;
+
+use crate::App;
+use crate::answer::{self, Answer};
+
+pub const NAME: &str = "list-proposals";
+
+pub fn definition() -> Tool {
+    super::tool(
+        NAME,
+        "List proposals",
+        "List your open proposals (undecided, or decided but not yet delivered to you), oldest \
+         first. Never creates a proposal.",
+        json!({ "type": "object", "properties": {}, "additionalProperties": false }),
+        json!({
+            "type": "object",
+            "properties": {
+                "proposals": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "proposal_id": { "type": "string" },
+                            "status": { "type": "string" },
+                            "kind": { "type": "string" },
+                            "proposal": { "type": "object" },
+                            "decision": { "type": "object" },
+                            "created_at": { "type": "string" },
+                            "hits": { "type": "integer" }
+                        },
+                        "required": ["proposal_id", "status", "kind", "proposal", "created_at", "hits"]
+                    }
+                },
+                "status": { "type": "string" },
+                "error": { "type": "string" }
+            }
+        }),
+        true,
+    )
+}
+
+pub fn parse(args: &Map<String, Value>) -> Result<(), Answer> {
+    super::refuse_unknown(args, &[], NAME)
+}
+
+pub async fn apply(app: &App, bottle: &Bottle) -> Answer {
+    match app.store.open_proposals(bottle.id).await {
+        Ok(list) => answer::list(&list),
+        Err(e) => super::store_failure(&e, NAME),
+    }
+}

@@ -1,0 +1,96 @@
+//! `propose-egress`: ask for a host (and port) to be reachable through the egress proxy.
+
+use serde_json::{Map, Value, json};
+use supervise_protocol::Tool;
+use supervise_store::{Bottle, Kind};
+
+use crate::App;
+use crate::answer::Answer;
+
+pub const NAME: &str = "propose-egress";
+
+/// The parsed arguments.
+#[derive(Debug)]
+pub struct Args {
+    pub host: String,
+    pub port: Option<Value>,
+    pub justification: String,
+}
+
+pub fn definition() -> Tool {
+    super::tool(
+        NAME,
+        "Propose egress",
+        "Ask the human operator to allow network egress from this sandbox to a host (and port). \
+         Waits briefly for a decision; if none comes in time the answer is `pending` with a \
+         proposal_id: poll check-proposal with it later instead of proposing again. Proposing \
+         the same change again while it is undecided returns the same proposal.",
+        json!({
+            "type": "object",
+            "properties": {
+                "host": {
+                    "type": "string",
+                    "description": "Hostname (api.example.com), IP address, or wildcard (*.example.com).",
+                    "minLength": 1,
+                    "maxLength": 253
+                },
+                "port": {
+                    "type": "integer",
+                    "description": "TCP port, 1-65535.",
+                    "minimum": 1,
+                    "maximum": 65535,
+                    "default": 443
+                },
+                "justification": {
+                    "type": "string",
+                    "description": super::JUSTIFICATION_SCHEMA,
+                    "minLength": 1,
+                    "maxLength": 2000
+                }
+            },
+            "required": ["host", "justification"],
+            "additionalProperties": false
+        }),
+        super::proposal_output_schema(),
+        false,
+    )
+}
+
+pub fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
+    super::refuse_unknown(args, &["host", "port", "justification"], NAME)?;
+    let host = super::required_string(args, "host", NAME)?;
+    let port = match args.get("port") {
+        None | Some(Value::Null) => None,
+        // Models sometimes quote numbers: accept "8443" as 8443.
+        Some(Value::String(s)) => match s.trim().parse::<u64>() {
+            Ok(n) => Some(Value::from(n)),
+            Err(_) => {
+                return Err(super::bad("port", "must be a number from 1 to 65535", NAME));
+            }
+        },
+        Some(v) => Some(v.clone()),
+    };
+    let justification = super::required_string(args, "justification", NAME)?;
+    Ok(Args {
+        host,
+        port,
+        justification,
+    })
+}
+
+pub async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
+    let mut change = Map::new();
+    change.insert("host".into(), Value::from(args.host));
+    if let Some(port) = args.port {
+        change.insert("port".into(), port);
+    }
+    super::file_and_wait(
+        app,
+        bottle,
+        Kind::Egress,
+        Value::Object(change),
+        args.justification,
+        NAME,
+    )
+    .await
+}

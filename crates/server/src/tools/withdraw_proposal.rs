@@ -1,0 +1,66 @@
+//! `withdraw-proposal`: the caller takes back its own undecided proposal.
+
+use serde_json::{Map, Value, json};
+use supervise_protocol::Tool;
+use supervise_store::{Bottle, StoreError};
+
+use crate::App;
+use crate::answer::{self, Answer};
+
+pub const NAME: &str = "withdraw-proposal";
+
+/// The parsed arguments.
+#[derive(Debug)]
+pub struct Args {
+    pub proposal_id: String,
+}
+
+pub fn definition() -> Tool {
+    super::tool(
+        NAME,
+        "Withdraw proposal",
+        "Withdraw one of your undecided proposals (when you no longer need it). A decided \
+         proposal cannot be withdrawn: read its decision with check-proposal.",
+        json!({
+            "type": "object",
+            "properties": {
+                "proposal_id": {
+                    "type": "string",
+                    "description": "The proposal_id a propose-* call returned.",
+                    "minLength": 1
+                }
+            },
+            "required": ["proposal_id"],
+            "additionalProperties": false
+        }),
+        super::proposal_output_schema(),
+        false,
+    )
+}
+
+pub fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
+    super::refuse_unknown(args, &["proposal_id"], NAME)?;
+    let proposal_id = super::required_string(args, "proposal_id", NAME)?;
+    Ok(Args {
+        proposal_id: proposal_id.trim().to_string(),
+    })
+}
+
+pub async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
+    match app.store.withdraw(bottle.id, &args.proposal_id).await {
+        Ok(p) => {
+            tracing::info!(bottle = %bottle.slug, proposal = %p.id, "proposal withdrawn by the agent");
+            answer::withdrawn(&p)
+        }
+        Err(StoreError::ProposalNotFound(_)) => answer::unknown(&args.proposal_id),
+        Err(StoreError::NotPending { status, .. }) => answer::refused(
+            format!(
+                "proposal {} is already {status} and cannot be withdrawn",
+                args.proposal_id
+            ),
+            Some("proposal_id"),
+            "call check-proposal with this id to read its outcome.",
+        ),
+        Err(e) => super::store_failure(&e, NAME),
+    }
+}

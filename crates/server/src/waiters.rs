@@ -1,0 +1,211 @@
+//! Waiting for decisions. One watcher task per server reads the store's change feed every
+//! few milliseconds (one range scan, whatever the number of waiters) and wakes the calls
+//! waiting on the proposals it names; a waiter holds no database connection while it waits.
+//!
+//! Calls on the same proposal of the same bottle share one [`Slot`]: the store hands a
+//! decision out exactly once (`take_decision` archives it), so the slot keeps the delivered
+//! outcome and every call waiting on it receives the same decision.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use supervise_store::{Delivery, Store, StoreResult};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+type Key = (i64, String);
+
+/// The registry of waited-on proposals.
+#[derive(Debug, Default)]
+pub struct Waiters {
+    slots: Mutex<HashMap<Key, Arc<Slot>>>,
+}
+
+/// What the calls on one proposal share.
+#[derive(Debug)]
+pub struct Slot {
+    /// Bumped when the feed mentions the proposal or a decision was delivered.
+    wake: watch::Sender<u64>,
+    /// The delivered outcome, once one call has taken it from the store.
+    taken: tokio::sync::Mutex<Option<Delivery>>,
+}
+
+/// A registration; dropping it (e.g. when the client disconnects) unregisters.
+#[derive(Debug)]
+pub struct Guard<'a> {
+    waiters: &'a Waiters,
+    key: Key,
+    slot: Arc<Slot>,
+}
+
+/// How a wait ended.
+#[derive(Debug)]
+pub enum Waited {
+    /// Decided, expired, or no longer open (withdrawn, or another poll took it).
+    Delivered(Box<Delivery>),
+    /// The grace window ran out.
+    TimedOut,
+    /// The server is shutting down.
+    ShuttingDown,
+}
+
+impl Waiters {
+    /// Registers interest in a proposal. Register before the first look at the store, so a
+    /// decision landing between the look and the wait is not missed.
+    pub fn register(&self, bottle_id: i64, id: &str) -> Guard<'_> {
+        let key = (bottle_id, id.to_owned());
+        let slot = self
+            .slots
+            .lock()
+            .expect("not poisoned")
+            .entry(key.clone())
+            .or_insert_with(|| {
+                Arc::new(Slot {
+                    wake: watch::Sender::new(0),
+                    taken: tokio::sync::Mutex::new(None),
+                })
+            })
+            .clone();
+        Guard {
+            waiters: self,
+            key,
+            slot,
+        }
+    }
+
+    /// Proposals currently waited on.
+    pub fn len(&self) -> usize {
+        self.slots.lock().expect("not poisoned").len()
+    }
+
+    /// Whether nothing is waited on.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Wakes the calls waiting on this proposal, if any.
+    pub fn wake(&self, bottle_id: i64, id: &str) {
+        let slots = self.slots.lock().expect("not poisoned");
+        if let Some(slot) = slots.get(&(bottle_id, id.to_owned())) {
+            slot.wake.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Waits until `deadline` for the proposal to be decided; returns the delivery as soon as
+    /// it is there, and gives up at once when `shutdown` turns true.
+    pub async fn wait(
+        &self,
+        store: &Store,
+        bottle_id: i64,
+        id: &str,
+        deadline: Instant,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Waited {
+        let guard = self.register(bottle_id, id);
+        let mut woken = guard.slot.wake.subscribe();
+        loop {
+            if *shutdown.borrow() {
+                return Waited::ShuttingDown;
+            }
+            match guard.take(store).await {
+                Ok(Delivery::Pending(_)) => {}
+                Ok(other) => return Waited::Delivered(Box::new(other)),
+                Err(e) => {
+                    tracing::warn!(proposal = id, error = %e, "checking for a decision failed; will retry")
+                }
+            }
+            // The feed wakes us; the periodic look only covers a feed that failed, and an
+            // expiry time passing without an event.
+            let recheck = (Instant::now() + RECHECK).min(deadline);
+            tokio::select! {
+                changed = woken.changed() => { if changed.is_err() { return Waited::TimedOut; } }
+                () = tokio::time::sleep_until(recheck) => {
+                    if Instant::now() >= deadline { return Waited::TimedOut; }
+                }
+                _ = shutdown.wait_for(|s| *s) => return Waited::ShuttingDown,
+            }
+        }
+    }
+}
+
+/// How often a waiter looks at the store without being woken.
+const RECHECK: Duration = Duration::from_secs(1);
+
+impl Guard<'_> {
+    /// `take_decision` shared by every call on this proposal: the first to find the
+    /// decision takes it from the store; the others get the same delivery.
+    pub async fn take(&self, store: &Store) -> StoreResult<Delivery> {
+        let mut taken = self.slot.taken.lock().await;
+        if let Some(d) = taken.as_ref() {
+            return Ok(d.clone());
+        }
+        let d = store.take_decision(self.key.0, &self.key.1).await?;
+        if matches!(d, Delivery::Decided(_) | Delivery::Expired(_)) {
+            *taken = Some(d.clone());
+            self.slot.wake.send_modify(|n| *n += 1);
+        }
+        Ok(d)
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        let mut slots = self.waiters.slots.lock().expect("not poisoned");
+        // The map's reference and ours: we are the last one.
+        if Arc::strong_count(&self.slot) == 2 {
+            slots.remove(&self.key);
+        }
+    }
+}
+
+/// The watcher: reads events after `seq` every `every` and wakes the waiters of the
+/// proposals they name, until `stop` turns true.
+pub async fn watch_feed(
+    store: Store,
+    waiters: Arc<Waiters>,
+    mut seq: i64,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        loop {
+            match store.events_after(seq, FEED_PAGE).await {
+                Ok(events) => {
+                    if failing {
+                        tracing::info!("change feed readable again");
+                        failing = false;
+                    }
+                    let full = events.len() == FEED_PAGE as usize;
+                    for ev in events {
+                        seq = ev.seq;
+                        if let (Some(bottle_id), Some(id)) =
+                            (ev.bottle_id, ev.proposal_id.as_deref())
+                        {
+                            waiters.wake(bottle_id, id);
+                        }
+                    }
+                    if !full {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!(error = %e, "reading the change feed failed; waiters fall back to periodic checks");
+                        failing = true;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
+
+const FEED_PAGE: u32 = 1000;

@@ -1,0 +1,88 @@
+//! The one writer of proposals: concurrent `propose-*` calls are queued to a single task,
+//! which files whatever has accumulated in one transaction (`Store::propose_many`, a group
+//! commit) and answers each caller only after that transaction committed.
+
+use supervise_store::{NewProposal, Proposed, Store, StoreError, StoreResult};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// Proposals filed in one transaction at most.
+const MAX_BATCH: usize = 64;
+/// Calls queued before callers wait for room.
+const QUEUE: usize = 1024;
+
+struct Job {
+    item: NewProposal,
+    reply: oneshot::Sender<StoreResult<Proposed>>,
+}
+
+/// The handle request handlers use. When every handle is dropped the task files what is
+/// queued and ends.
+#[derive(Debug, Clone)]
+pub struct Writer {
+    tx: mpsc::Sender<Job>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job").field("item", &self.item).finish()
+    }
+}
+
+impl Writer {
+    /// Starts the writer task on `store`.
+    pub fn spawn(store: Store) -> (Writer, JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        (Writer { tx }, tokio::spawn(run(store, rx)))
+    }
+
+    /// Files one proposal; returns once it is durable (or refused).
+    pub async fn propose(&self, item: NewProposal) -> StoreResult<Proposed> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Job { item, reply })
+            .await
+            .map_err(|_| StoreError::Database("the server is shutting down".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Database("the proposal writer stopped".into()))?
+    }
+}
+
+async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
+    while let Some(first) = rx.recv().await {
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        let (items, replies): (Vec<_>, Vec<_>) =
+            jobs.into_iter().map(|j| (j.item, j.reply)).unzip();
+        let n = items.len();
+        match store.propose_many(items).await {
+            Ok(results) => {
+                tracing::debug!(batch = n, "proposals filed in one transaction");
+                for (reply, result) in replies.into_iter().zip(results) {
+                    // A caller that went away loses nothing: the proposal is filed.
+                    let _ = reply.send(result);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(batch = n, error = %e, "filing proposals failed; nothing was written");
+                for reply in replies {
+                    let _ = reply.send(Err(same_error(&e)));
+                }
+            }
+        }
+    }
+}
+
+/// A copy of a batch-wide error for each caller (the store's error is not `Clone`).
+fn same_error(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::Busy => StoreError::Busy,
+        other => StoreError::Database(other.to_string()),
+    }
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests of the real `supervise-server` binary: a real MCP client (rmcp's
+//! streamable HTTP client) for the agent's side, raw HTTP for the error cases, and a second
+//! `Store` on the same file standing in for the operator's CLI.
+
+mod harness;
+mod protocol;
+mod shutdown;
+mod tools;
