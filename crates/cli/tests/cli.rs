@@ -922,6 +922,21 @@ fn watch_shows_a_new_proposal_within_a_second_and_stops_on_ctrl_c() {
         "{line}"
     );
 
+    let other = env.egress("other.example.com", 443);
+    assert!(
+        rx.recv_timeout(Duration::from_secs(2))
+            .unwrap()
+            .contains(&other)
+    );
+    env.ok(&["reject", &other, "--note", "no"]);
+    let line = rx
+        .recv_timeout(Duration::from_secs(2))
+        .expect("the rejection");
+    assert!(
+        line.contains("- rejected") && line.contains("egress other.example.com:443"),
+        "{line}"
+    );
+
     let kill = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -63,7 +63,8 @@ pub async fn run(ctx: &Ctx, store: &Store, args: &ListArgs, out: &mut dyn Write)
                 if args.json {
                     print_json_line(out, &EventView::from(e))?;
                 } else {
-                    writeln!(out, "{}", event_line(ctx.style, e))?;
+                    let e = with_change(store, e).await;
+                    writeln!(out, "{}", event_line(ctx.style, &e))?;
                 }
             }
             out.flush()?;
@@ -72,6 +73,20 @@ pub async fn run(ctx: &Ctx, store: &Store, args: &ListArgs, out: &mut dyn Write)
             }
         }
     }
+}
+
+/// A rejection's event carries no change (nothing was granted); the line names what was
+/// refused, so it is read from the proposal.
+async fn with_change(store: &Store, e: &Event) -> Event {
+    let mut e = e.clone();
+    if e.change.is_none()
+        && e.kind.is_some()
+        && let Some(id) = e.proposal_id.as_deref()
+        && let Ok((p, _)) = store.show(id).await
+    {
+        e.change = Some(p.change);
+    }
+    e
 }
 
 /// `12:00:01 + proposed   demo  019a…  egress a.com:22  [unusual-port]  bottle:demo  "why"`
