@@ -10,7 +10,7 @@ use supervise_store::clock;
 /// When to colour human output (`--color`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorChoice {
-    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
+    // Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
     Auto,
     Always,
     Never,
