@@ -36,7 +36,13 @@ fn list_shows_the_queue_as_a_table_and_as_json() {
     ] {
         assert!(lines[0].contains(header), "{header} missing: {table}");
     }
-    assert!(lines[1].starts_with(&a[..8]), "{table}");
+    // A short id: a prefix of the full one, covering its timestamp, usable as an id.
+    let short = lines[1].split_whitespace().next().unwrap();
+    assert!(
+        a.starts_with(short) && short.len() >= 13 && short.len() < a.len(),
+        "{table}"
+    );
+    assert!(env.ok(&["show", short]).contains(&a));
     assert!(lines[1].contains("api.example.com:443"), "{table}");
     assert!(lines[2].contains("origin refs/heads/feature/x"), "{table}");
     // Aligned: every row's CHANGE column starts where the header's does.

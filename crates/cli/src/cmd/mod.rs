@@ -69,16 +69,18 @@ pub fn print_json_line(out: &mut dyn Write, value: &impl Serialize) -> Result<()
     Ok(())
 }
 
-/// Shortest unique prefixes of proposal ids (at least [`ShortIds::MIN`] characters), like
-/// git's abbreviated hashes. The store accepts any unique prefix, so these can be pasted
-/// back into `show`, `approve` and the rest.
+/// Shortest unique prefixes of proposal ids, like git's abbreviated hashes, but never
+/// shorter than [`ShortIds::MIN`]: the UUIDv7's whole millisecond timestamp, so a prefix
+/// shown once stays unique as later proposals arrive (they have later timestamps). The
+/// store accepts any unique prefix, so these can be pasted back into `show`, `approve`...
 #[derive(Debug, Default)]
 pub struct ShortIds {
     lens: std::collections::HashMap<String, usize>,
 }
 
 impl ShortIds {
-    pub const MIN: usize = 8;
+    /// `xxxxxxxx-xxxx`: the 48-bit millisecond timestamp of a UUIDv7.
+    pub const MIN: usize = 13;
 
     /// Computes prefixes against every proposal in the database.
     pub async fn load(store: &Store) -> Result<ShortIds> {
@@ -115,7 +117,7 @@ mod tests {
     use super::ShortIds;
 
     #[test]
-    fn prefixes_are_unique_and_at_least_eight() {
+    fn prefixes_are_unique_and_cover_the_timestamp() {
         let ids = vec![
             "019ad1e2-5c4b-7f3e-9a61-2b7c0e4d8f10".to_string(),
             "019ad1e2-5c4b-7a00-9a61-2b7c0e4d8f10".to_string(),
@@ -124,7 +126,7 @@ mod tests {
         let s = ShortIds::from_ids(ids.clone());
         assert_eq!(s.short(&ids[0]), "019ad1e2-5c4b-7f");
         assert_eq!(s.short(&ids[1]), "019ad1e2-5c4b-7a");
-        assert_eq!(s.short(&ids[2]), "01aaaaaa");
+        assert_eq!(s.short(&ids[2]), "01aaaaaa-0000");
         assert_eq!(s.short("unknown"), "unknown");
     }
 }
