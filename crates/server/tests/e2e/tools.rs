@@ -452,3 +452,61 @@ async fn every_protocol_revision_initializes_and_calls_a_tool() {
     assert_eq!(status(&r), "pending");
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_waiters_each_answer_promptly_after_their_decision() {
+    const N: usize = 24;
+    let server = Server::start(&["--grace", "30"]);
+    let store = server.store().await;
+    // rmcp runs at most 16 requests at once per client: use a few.
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        clients.push(std::sync::Arc::new(mcp(&server).await));
+    }
+    let mut calls = std::collections::HashMap::new();
+    for i in 0..N {
+        let client = clients[i % clients.len()].clone();
+        let host = format!("h{i}.example");
+        calls.insert(
+            host.clone(),
+            tokio::spawn(async move {
+                let r = call(
+                    &client,
+                    "propose-egress",
+                    json!({"host": host, "justification": "j"}),
+                )
+                .await;
+                (r, Instant::now())
+            }),
+        );
+    }
+    let pending = {
+        wait_pending(&store, N).await;
+        store
+            .list(None, supervise_store::StatusFilter::Pending)
+            .await
+            .unwrap()
+    };
+    let mut latencies = Vec::new();
+    for p in pending {
+        let host = p.change["host"].as_str().unwrap().to_owned();
+        let decided = Instant::now();
+        store
+            .decide(&p.id, Verdict::Approve, "olivia", None, None)
+            .await
+            .unwrap();
+        let (r, answered) = calls.remove(&host).unwrap().await.unwrap();
+        assert_eq!(status(&r), "approved");
+        assert_eq!(proposal_id(&r), p.id);
+        latencies.push(answered.duration_since(decided));
+    }
+    latencies.sort();
+    let p95 = latencies[N * 95 / 100];
+    let max = *latencies.last().unwrap();
+    eprintln!("decision-to-answer latency: p95 {p95:?}, max {max:?}");
+    assert!(
+        p95 < Duration::from_millis(100),
+        "p95 {p95:?} ({latencies:?})"
+    );
+    assert!(max < Duration::from_millis(500), "max {max:?}");
+}
