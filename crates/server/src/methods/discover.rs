@@ -8,7 +8,7 @@ use super::{CACHE_TTL_MS, Ctx, INSTRUCTIONS};
 pub fn call(ctx: &Ctx<'_>) -> Value {
     let result = DiscoverResult::new(
         &ctx.app.server_info,
-        ServerCapabilities::default().with_tools(false),
+        super::empty::declare(ServerCapabilities::default().with_tools(false)),
     )
     .with_instructions(INSTRUCTIONS)
     .with_cache(CACHE_TTL_MS, CacheScope::Public);

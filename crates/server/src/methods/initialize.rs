@@ -12,7 +12,8 @@ pub fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value, ErrorObject>
     let params: InitializeParams = parse_params(methods::INITIALIZE, params)?;
     let version = negotiate(&params.protocol_version);
     tracing::debug!(requested = %params.protocol_version, answered = %version, client = ?params.client_info.as_ref().map(|c| &c.name), "initialize");
-    let result =
+    let mut result =
         InitializeResult::new(version, ctx.app.server_info.clone()).with_instructions(INSTRUCTIONS);
+    result.capabilities = super::empty::declare(result.capabilities);
     serde_json::to_value(result).map_err(ErrorObject::internal)
 }

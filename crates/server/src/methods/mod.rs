@@ -2,6 +2,7 @@
 //! its explicit `Unknown` case becomes METHOD_NOT_FOUND.
 
 pub mod discover;
+pub mod empty;
 pub mod initialize;
 pub mod ping;
 pub mod tools_call;
@@ -32,6 +33,11 @@ pub enum Method {
     ToolsList,
     ToolsCall,
     Discover,
+    PromptsList,
+    PromptsGet,
+    ResourcesList,
+    ResourceTemplatesList,
+    ResourcesRead,
     Unknown,
 }
 
@@ -45,6 +51,11 @@ impl Method {
             methods::TOOLS_LIST => Method::ToolsList,
             methods::TOOLS_CALL => Method::ToolsCall,
             methods::SERVER_DISCOVER => Method::Discover,
+            "prompts/list" => Method::PromptsList,
+            "prompts/get" => Method::PromptsGet,
+            "resources/list" => Method::ResourcesList,
+            "resources/templates/list" => Method::ResourceTemplatesList,
+            "resources/read" => Method::ResourcesRead,
             _ => Method::Unknown,
         }
     }
@@ -62,6 +73,11 @@ impl Method {
             Method::ToolsList => Ok(tools_list::call(ctx)),
             Method::ToolsCall => tools_call::call(ctx, params).await,
             Method::Discover => Ok(discover::call(ctx)),
+            Method::PromptsList => Ok(empty::list(ctx, "prompts")),
+            Method::ResourcesList => Ok(empty::list(ctx, "resources")),
+            Method::ResourceTemplatesList => Ok(empty::list(ctx, "resourceTemplates")),
+            Method::PromptsGet => Err(empty::get_prompt(params)),
+            Method::ResourcesRead => Err(empty::read_resource(ctx, params)),
             Method::Unknown => Err(ErrorObject::method_not_found(name)),
         }
     }

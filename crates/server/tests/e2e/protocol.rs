@@ -287,6 +287,19 @@ async fn initialize_negotiates_and_mints_no_session() {
     let body = body.unwrap();
     assert!(body["result"]["tools"][0].get("outputSchema").is_some());
     assert!(body["result"].get("ttlMs").is_none());
+
+    // No prompts or resources, answered as empty lists rather than "method not found".
+    let v = [("mcp-protocol-version", "2025-11-25")];
+    let (_, body, _) = post(
+        &server,
+        ALPHA,
+        &v,
+        r#"{"jsonrpc":"2.0","id":3,"method":"prompts/list"}"#,
+    )
+    .await;
+    assert_eq!(body.unwrap()["result"], json!({"prompts": []}));
+    let (_, body, _) = post(&server, ALPHA, &v, r#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}"#).await;
+    assert_eq!(error_code(&body), -32002);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
