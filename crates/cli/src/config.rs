@@ -1,30 +1,12 @@
 //! Settings shared with the server: the database path (default, then `SUPERVISE_DB`, then
 //! `--db`) and the operator's name (`--as`, default the login user).
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// The database file used when neither `--db` nor `SUPERVISE_DB` names one. The server
-/// uses the same default (SPEC "Server"), relative to the working directory.
-pub const DEFAULT_DB: &str = "supervise.db";
-
-/// The environment variable naming the database file.
-pub const DB_ENV: &str = "SUPERVISE_DB";
-
-/// Resolves the database path: the `--db` flag, else a non-empty `SUPERVISE_DB`, else
-/// [`DEFAULT_DB`]. The one place this decision is made.
+/// Resolves the database path exactly as the server does: `--db`, else a non-empty
+/// `SUPERVISE_DB`, else `./supervise.db` (`supervise_store::paths`).
 pub fn db_path(flag: Option<&Path>) -> PathBuf {
-    resolve_db_path(flag, std::env::var_os(DB_ENV))
-}
-
-fn resolve_db_path(flag: Option<&Path>, env: Option<OsString>) -> PathBuf {
-    if let Some(path) = flag {
-        return path.to_path_buf();
-    }
-    match env {
-        Some(value) if !value.is_empty() => PathBuf::from(value),
-        _ => PathBuf::from(DEFAULT_DB),
-    }
+    supervise_store::paths::db_path(flag)
 }
 
 /// The operator recorded on decisions when `--as` is not given: `$USER`, else `$LOGNAME`,
@@ -59,24 +41,6 @@ pub fn valid_operator(name: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn flag_beats_environment_beats_default() {
-        let flag = Path::new("/tmp/a.db");
-        assert_eq!(
-            resolve_db_path(Some(flag), Some("/tmp/b.db".into())),
-            PathBuf::from("/tmp/a.db")
-        );
-        assert_eq!(
-            resolve_db_path(None, Some("/tmp/b.db".into())),
-            PathBuf::from("/tmp/b.db")
-        );
-        assert_eq!(
-            resolve_db_path(None, Some("".into())),
-            PathBuf::from(DEFAULT_DB)
-        );
-        assert_eq!(resolve_db_path(None, None), PathBuf::from(DEFAULT_DB));
-    }
 
     #[test]
     fn operator_names() {

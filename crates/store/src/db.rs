@@ -111,8 +111,9 @@ impl WriteTx<'_> {
 
 const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.slug, p.kind, p.change, \
     p.justification, p.status, p.flags, p.hits, p.created_at, p.expires_at, p.decided_at, \
-    p.decided_by, p.decision_note, p.decision_change, p.archived_at \
-    FROM proposals p JOIN bottles b ON b.id = p.bottle_id";
+    p.decided_by, p.decision_note, p.decision_change, p.archived_at, g.id AS grant_id \
+    FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
+    LEFT JOIN grants g ON g.proposal_id = p.id";
 
 const EVENT_COLUMNS: &str = "SELECT e.seq, e.at, e.event, e.actor, b.slug, e.bottle_id, \
     e.proposal_id, e.grant_id, e.kind, e.change, e.note \
@@ -140,6 +141,7 @@ struct ProposalRow {
     decision_note: Option<String>,
     decision_change: Option<String>,
     archived_at: Option<String>,
+    grant_id: Option<String>,
 }
 
 impl ProposalRow {
@@ -170,6 +172,7 @@ impl ProposalRow {
                 note: self.decision_note,
                 decided_by,
                 decided_at,
+                grant_id: self.grant_id,
             }),
             _ => None,
         };
@@ -915,17 +918,10 @@ impl Store {
         status: StatusFilter,
     ) -> StoreResult<Vec<Proposal>> {
         let now = clock::now();
-        let mut conn = self.inner.pool.acquire().await?;
         if let Some(slug) = bottle {
-            let known: Option<i64> =
-                sqlx::query_scalar("SELECT id FROM bottles WHERE slug = ? LIMIT 1")
-                    .bind(slug)
-                    .fetch_optional(&mut *conn)
-                    .await?;
-            if known.is_none() {
-                return Err(StoreError::BottleNotFound(slug.into()));
-            }
+            self.known_slug(slug).await?;
         }
+        let mut conn = self.inner.pool.acquire().await?;
         let cond = match status {
             StatusFilter::Pending => {
                 "p.status = 'pending' AND p.archived_at IS NULL AND (p.expires_at IS NULL OR p.expires_at > ?1)"
@@ -948,6 +944,47 @@ impl Store {
             .fetch_all(&mut *conn)
             .await?;
         Ok(rows.into_iter().map(|r| r.into_proposal(&now)).collect())
+    }
+
+    /// Refuses a slug that no bottle, live or removed, ever had.
+    async fn known_slug(&self, slug: &str) -> StoreResult<()> {
+        let known: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM bottles WHERE slug = ? LIMIT 1")
+                .bind(slug)
+                .fetch_optional(&self.inner.pool)
+                .await?;
+        match known {
+            Some(_) => Ok(()),
+            None => Err(StoreError::BottleNotFound(slug.into())),
+        }
+    }
+
+    /// For each id, the length of its shortest prefix that no other proposal shares (at
+    /// least `min`), like git's abbreviated hashes. Two primary-key lookups per id (its
+    /// neighbours in id order), so the cost does not grow with the table.
+    pub async fn unique_prefix_lens(&self, ids: &[String], min: usize) -> StoreResult<Vec<usize>> {
+        let mut conn = self.inner.pool.acquire().await?;
+        let mut out = Vec::with_capacity(ids.len());
+        let common =
+            |a: &str, b: &str| a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+        for id in ids {
+            let prev: Option<String> =
+                sqlx::query_scalar("SELECT MAX(id) FROM proposals WHERE id < ?")
+                    .bind(id)
+                    .fetch_one(&mut *conn)
+                    .await?;
+            let next: Option<String> =
+                sqlx::query_scalar("SELECT MIN(id) FROM proposals WHERE id > ?")
+                    .bind(id)
+                    .fetch_one(&mut *conn)
+                    .await?;
+            let shared = prev
+                .as_deref()
+                .map_or(0, |p| common(id, p))
+                .max(next.as_deref().map_or(0, |n| common(id, n)));
+            out.push((shared + 1).max(min).min(id.len()));
+        }
+        Ok(out)
     }
 
     /// One proposal (id or unique id prefix) with its event history.
@@ -1046,6 +1083,9 @@ impl Store {
 
     /// The audit trail, oldest first: every event, or one bottle slug's (all generations).
     pub async fn audit(&self, bottle: Option<&str>) -> StoreResult<Vec<Event>> {
+        if let Some(slug) = bottle {
+            self.known_slug(slug).await?;
+        }
         let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{EVENT_COLUMNS} WHERE (?1 IS NULL OR b.slug = ?1) ORDER BY e.seq"
         )))

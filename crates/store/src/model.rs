@@ -74,6 +74,8 @@ pub struct Decision {
     pub note: Option<String>,
     pub decided_by: String,
     pub decided_at: String,
+    /// The grant approve or modify recorded (`None` for reject).
+    pub grant_id: Option<String>,
 }
 
 /// A proposal with its current state.

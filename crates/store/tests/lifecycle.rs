@@ -568,3 +568,44 @@ async fn change_feed_and_views() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn decisions_name_their_grant_and_ids_abbreviate() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    let b = bottle(&store, "demo", "127.0.0.1").await;
+    let a = created(&store, egress(&b, "a.example")).await;
+    let r = created(&store, egress(&b, "r.example")).await;
+    let approved = store
+        .decide(&a, Verdict::Approve, "op", None, None)
+        .await
+        .unwrap();
+    let grant_id = approved
+        .decision
+        .unwrap()
+        .grant_id
+        .expect("approve records a grant");
+    assert_eq!(store.policy_of("demo").await.unwrap()[0].id, grant_id);
+    let rejected = store
+        .decide(&r, Verdict::Reject, "op", None, None)
+        .await
+        .unwrap();
+    assert_eq!(rejected.decision.unwrap().grant_id, None);
+
+    let lens = store
+        .unique_prefix_lens(&[a.clone(), r.clone()], 13)
+        .await
+        .unwrap();
+    for (id, len) in [&a, &r].iter().zip(&lens) {
+        assert!(*len >= 13);
+        let (shown, _) = store.show(&id[..*len]).await.unwrap();
+        assert_eq!(&shown.id, *id, "the abbreviation resolves back");
+    }
+    let shared = a.bytes().zip(r.bytes()).take_while(|(x, y)| x == y).count();
+    assert_eq!(lens[0], (shared + 1).max(13));
+
+    assert!(matches!(
+        store.audit(Some("nobody")).await,
+        Err(StoreError::BottleNotFound(_))
+    ));
+}

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use supervise_store::{StatusFilter, Store};
+use supervise_store::Store;
 
 use super::{Ctx, print_json};
 use crate::json::{EventList, EventView};
@@ -16,10 +16,6 @@ pub async fn run(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    if let Some(slug) = bottle {
-        // Refuses a slug that was never registered (a typo), instead of an empty trail.
-        store.list(Some(slug), StatusFilter::Pending).await?;
-    }
     let events = store.audit(bottle).await?;
     if json {
         let doc = EventList {

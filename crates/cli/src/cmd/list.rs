@@ -23,7 +23,7 @@ pub async fn run(ctx: &Ctx, store: &Store, args: &ListArgs, out: &mut dyn Write)
         };
         return print_json(out, &doc);
     }
-    let ids = ShortIds::load(store).await?;
+    let ids = ShortIds::load(store, &proposals).await?;
     for line in table(ctx, &proposals, args, &ids) {
         writeln!(out, "{line}")?;
     }

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::Serialize;
-use supervise_store::{StatusFilter, Store, StoreOptions};
+use supervise_store::{Proposal, Store, StoreOptions};
 
 use crate::render::Style;
 
@@ -82,25 +82,14 @@ impl ShortIds {
     /// `xxxxxxxx-xxxx`: the 48-bit millisecond timestamp of a UUIDv7.
     pub const MIN: usize = 13;
 
-    /// Computes prefixes against every proposal in the database.
-    pub async fn load(store: &Store) -> Result<ShortIds> {
-        let all = store.list(None, StatusFilter::All).await?;
-        Ok(ShortIds::from_ids(all.into_iter().map(|p| p.id).collect()))
-    }
-
-    pub fn from_ids(mut ids: Vec<String>) -> ShortIds {
-        ids.sort();
-        ids.dedup();
-        let common =
-            |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-        let mut lens = std::collections::HashMap::with_capacity(ids.len());
-        for (i, id) in ids.iter().enumerate() {
-            let prev = if i > 0 { common(id, &ids[i - 1]) } else { 0 };
-            let next = ids.get(i + 1).map_or(0, |n| common(id, n));
-            let len = (prev.max(next) + 1).max(Self::MIN).min(id.chars().count());
-            lens.insert(id.clone(), len);
-        }
-        ShortIds { lens }
+    /// Computes prefixes for the proposals about to be shown, against their neighbours in
+    /// the whole database (two index lookups each, however many rows are archived).
+    pub async fn load(store: &Store, shown: &[Proposal]) -> Result<ShortIds> {
+        let ids: Vec<String> = shown.iter().map(|p| p.id.clone()).collect();
+        let lens = store.unique_prefix_lens(&ids, Self::MIN).await?;
+        Ok(ShortIds {
+            lens: ids.into_iter().zip(lens).collect(),
+        })
     }
 
     /// The prefix to print for `id` (the whole id when unknown).
@@ -109,24 +98,5 @@ impl ShortIds {
             Some(&len) => &id[..len.min(id.len())],
             None => id,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ShortIds;
-
-    #[test]
-    fn prefixes_are_unique_and_cover_the_timestamp() {
-        let ids = vec![
-            "019ad1e2-5c4b-7f3e-9a61-2b7c0e4d8f10".to_string(),
-            "019ad1e2-5c4b-7a00-9a61-2b7c0e4d8f10".to_string(),
-            "01aaaaaa-0000-7000-8000-000000000000".to_string(),
-        ];
-        let s = ShortIds::from_ids(ids.clone());
-        assert_eq!(s.short(&ids[0]), "019ad1e2-5c4b-7f");
-        assert_eq!(s.short(&ids[1]), "019ad1e2-5c4b-7a");
-        assert_eq!(s.short(&ids[2]), "01aaaaaa-0000");
-        assert_eq!(s.short("unknown"), "unknown");
     }
 }

@@ -32,7 +32,7 @@ pub async fn run(ctx: &Ctx, store: &Store, args: &ListArgs, out: &mut dyn Write)
         };
         print_json_line(out, &doc)?;
     } else {
-        let ids = ShortIds::load(store).await?;
+        let ids = ShortIds::load(store, &proposals).await?;
         for line in super::list::table(ctx, &proposals, args, &ids) {
             writeln!(out, "{line}")?;
         }
