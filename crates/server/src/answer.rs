@@ -292,3 +292,57 @@ pub fn list(proposals: &[Proposal]) -> Answer {
         structured: json!({ "proposals": items }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn is_error_exactly_for_the_failing_statuses() {
+        for (status, want) in [
+            ("pending", false),
+            ("approved", false),
+            ("modified", false),
+            ("rejected", true),
+            ("expired", true),
+            ("withdrawn", true),
+            ("unknown", true),
+            ("refused", true),
+        ] {
+            let a = Answer {
+                status: Some(status),
+                text: String::new(),
+                structured: Value::Null,
+            };
+            assert_eq!(a.is_error(), want, "{status}");
+        }
+    }
+
+    #[test]
+    fn refused_names_the_field_and_ends_with_next() {
+        let a = refused("invalid port: too big", Some("port"), "fix it.");
+        assert_eq!(
+            a.structured,
+            json!({"status": "refused", "error": "invalid port: too big", "field": "port"})
+        );
+        assert!(a.text.ends_with("\nNext: fix it."));
+        let r = a.into_result(ProtocolVersion::V2025_03_26);
+        assert!(r.structured_content.is_none());
+        assert_eq!(r.is_error, Some(true));
+    }
+
+    #[test]
+    fn describe_names_the_change() {
+        assert_eq!(
+            describe(Kind::Egress, &json!({"host": "a.example", "port": 443})),
+            "egress to a.example:443"
+        );
+        assert_eq!(
+            describe(
+                Kind::GitPush,
+                &json!({"remote": "origin", "ref": "refs/heads/x"})
+            ),
+            "push of refs/heads/x to origin"
+        );
+    }
+}

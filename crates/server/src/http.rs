@@ -341,3 +341,18 @@ fn with_allow(mut r: Response<Full<Bytes>>, allow: &'static str) -> Response<Ful
         .insert(header::ALLOW, http::HeaderValue::from_static(allow));
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_mapped_ipv6_is_attributed_as_ipv4() {
+        let mapped: IpAddr = "::ffff:127.0.0.2".parse().unwrap();
+        assert_eq!(canonical_ip(mapped), "127.0.0.2".parse::<IpAddr>().unwrap());
+        let v6: IpAddr = "::1".parse().unwrap();
+        assert_eq!(canonical_ip(v6), v6);
+        let v4: IpAddr = "10.0.0.7".parse().unwrap();
+        assert_eq!(canonical_ip(v4), v4);
+    }
+}
