@@ -28,14 +28,20 @@ pub const FIXED_BODY: &str = concat!(
     r#""proposal":{"host":"mirror.example.com","port":443,"justification":"bench"}},"isError":false}}"#
 );
 
-/// Runs the bare server until killed: every request on every path gets [`FIXED_BODY`].
-pub async fn serve_fixed(listen: SocketAddr) -> Result<()> {
+/// Runs the bare server until killed: every request on every path gets [`FIXED_BODY`],
+/// after `hold` when given (except `/healthz`): the bare cost of a held request.
+pub async fn serve_fixed(listen: SocketAddr, hold: Option<Duration>) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     loop {
         let (stream, _) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
         tokio::spawn(async move {
-            let svc = service_fn(|_req: Request<hyper::body::Incoming>| async {
+            let svc = service_fn(move |req: Request<hyper::body::Incoming>| async move {
+                if let Some(hold) = hold
+                    && req.uri().path() != "/healthz"
+                {
+                    tokio::time::sleep(hold).await;
+                }
                 let mut resp = Response::new(Full::new(Bytes::from_static(FIXED_BODY.as_bytes())));
                 resp.headers_mut()
                     .insert(CONTENT_TYPE, "application/json".parse().expect("static"));

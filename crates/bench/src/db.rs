@@ -135,14 +135,19 @@ pub async fn preload(db: &Path, n: u64) -> Result<Duration> {
 }
 
 /// The `decide` subcommand: approves each id in `ids_file` through a durable store, one
-/// transaction each as the CLI does, printing `ID MONOTONIC_NS` after each commit.
-pub async fn decide_command(db: &Path, ids_file: &Path) -> Result<()> {
+/// transaction each as the CLI does, printing `ID MONOTONIC_NS` after each commit; `rate`
+/// decisions per second at most (0: back to back).
+pub async fn decide_command(db: &Path, ids_file: &Path, rate: f64) -> Result<()> {
     use std::io::Write;
     let ids = std::fs::read_to_string(ids_file)?;
     let store = open_store(db, true).await?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for id in ids.lines().filter(|l| !l.is_empty()) {
+    let start = tokio::time::Instant::now();
+    for (k, id) in ids.lines().filter(|l| !l.is_empty()).enumerate() {
+        if rate > 0.0 {
+            tokio::time::sleep_until(start + Duration::from_secs_f64(k as f64 / rate)).await;
+        }
         store
             .decide(id, Verdict::Approve, "bench", None, None)
             .await

@@ -66,6 +66,9 @@ enum Cmd {
     ServeBaseline {
         #[arg(long)]
         listen: SocketAddr,
+        /// Hold every request this many milliseconds before answering.
+        #[arg(long)]
+        hold_ms: Option<u64>,
     },
     /// Internal: approve the ids in a file through a durable store, printing commit times.
     #[command(hide = true)]
@@ -74,6 +77,9 @@ enum Cmd {
         db: PathBuf,
         #[arg(long)]
         ids: PathBuf,
+        /// Decisions per second (0: back to back).
+        #[arg(long, default_value_t = 0.0)]
+        rate: f64,
     },
 }
 
@@ -123,6 +129,9 @@ struct RunArgs {
     /// Held calls woken by out-of-process decisions in `wake` [default: 1000; --quick 50].
     #[arg(long)]
     wake: Option<usize>,
+    /// Decisions per second in `wake` (`wake-burst` always decides back to back).
+    #[arg(long, default_value_t = 200.0)]
+    wake_rate: f64,
     /// Decided proposals delivered in `deliver` [default: 2000; --quick 40].
     #[arg(long)]
     deliver: Option<usize>,
@@ -171,6 +180,7 @@ struct Plan {
     hold_grace: u64,
     wake: usize,
     wake_grace: u64,
+    wake_rate: f64,
     deliver: usize,
     preload: u64,
 }
@@ -178,11 +188,14 @@ struct Plan {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
-        Some(Cmd::ServeBaseline { listen }) => {
-            finish(runtime().and_then(|rt| rt.block_on(baseline::serve_fixed(listen))))
-        }
-        Some(Cmd::Decide { db, ids }) => {
-            finish(runtime().and_then(|rt| rt.block_on(db::decide_command(&db, &ids))))
+        Some(Cmd::ServeBaseline { listen, hold_ms }) => finish(runtime().and_then(|rt| {
+            rt.block_on(baseline::serve_fixed(
+                listen,
+                hold_ms.map(Duration::from_millis),
+            ))
+        })),
+        Some(Cmd::Decide { db, ids, rate }) => {
+            finish(runtime().and_then(|rt| rt.block_on(db::decide_command(&db, &ids, rate))))
         }
         None => match run(cli.run) {
             Ok(true) => ExitCode::SUCCESS,
@@ -260,6 +273,7 @@ fn run(args: RunArgs) -> Result<bool> {
         hold_grace: args.hold_grace.unwrap_or(if q { 3 } else { 20 }),
         wake: pick(args.wake, 1000, 50),
         wake_grace: if q { 15 } else { 60 },
+        wake_rate: args.wake_rate,
         deliver: pick(args.deliver, 2000, 40),
         preload: args.preload.unwrap_or(if q { 1000 } else { 0 }),
     };
@@ -495,12 +509,24 @@ async fn run_scenarios(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
     drop(check_server);
 
     if want("hold") {
+        let r = scenarios::hold_bare(ctx, plan.hold, plan.hold_grace.min(10)).await;
+        rows.push(push(r, "hold-bare", "bare"));
         let r = scenarios::hold(ctx, primary, plan.hold, plan.hold_grace).await;
         rows.push(push(r, "hold", primary.version()));
     }
     if want("wake") {
-        let r = scenarios::wake(ctx, primary, plan.wake, plan.wake_grace).await;
+        let r = scenarios::wake(
+            ctx,
+            primary,
+            plan.wake,
+            plan.wake_grace,
+            plan.wake_rate,
+            "wake",
+        )
+        .await;
         rows.push(push(r, "wake", primary.version()));
+        let r = scenarios::wake(ctx, primary, plan.wake, plan.wake_grace, 0.0, "wake-burst").await;
+        rows.push(push(r, "wake-burst", primary.version()));
     }
     rows
 }

@@ -200,8 +200,13 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
             value: per,
             met: per.map(|p| p <= 16.0 && h.errors == 0 && h.connections >= 10_000),
             detail: format!(
-                "{} errors{}",
+                "{} errors{}{}",
                 h.errors,
+                find(rows, "hold-bare", "")
+                    .and_then(|b| b.extra.get("rss_per_held_call_bytes"))
+                    .and_then(|v| v.as_f64())
+                    .map(|b| format!("; bare hyper here: {:.1} KiB", b / 1024.0))
+                    .unwrap_or_default(),
                 if h.connections < 10_000 {
                     " (fewer than 10,000 held: not a verdict)"
                 } else {
@@ -210,20 +215,28 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
             ),
         });
     }
-    if let Some(w) = find(rows, "wake", "") {
+    for name in ["wake", "wake-burst"] {
+        let Some(w) = find(rows, name, "") else {
+            continue;
+        };
         let ms = |us: f64| us / 1000.0;
+        // The burst shows saturation; the paced run is the one held to the target.
+        let judge = |ok: bool| (name == "wake").then_some(ok && w.errors == 0);
         out.push(Target {
-            name: "wake p99 (ms)".into(),
+            name: format!("{name} p99 (ms)"),
             goal: "≤ 50 ms".into(),
             value: Some(ms(w.latency.p99_us)),
-            met: Some(ms(w.latency.p99_us) <= 50.0 && w.errors == 0 && w.latency.p99_us > 0.0),
-            detail: format!("{} held, {} errors", w.connections, w.errors),
+            met: judge(ms(w.latency.p99_us) <= 50.0 && w.latency.p99_us > 0.0),
+            detail: format!(
+                "{} held, {} errors, decisions at {:.0}/s",
+                w.connections, w.errors, w.throughput
+            ),
         });
         out.push(Target {
-            name: "wake p50 (ms)".into(),
+            name: format!("{name} p50 (ms)"),
             goal: "≤ 20 ms".into(),
             value: Some(ms(w.latency.p50_us)),
-            met: Some(ms(w.latency.p50_us) <= 20.0 && w.errors == 0 && w.latency.p50_us > 0.0),
+            met: judge(ms(w.latency.p50_us) <= 20.0 && w.latency.p50_us > 0.0),
             detail: format!("max {}", fmt_us(w.latency.max_us)),
         });
     }
@@ -238,7 +251,7 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
     {
         let v = pre.latency.p50_us / base.latency.p50_us;
         out.push(Target {
-            name: format!("{}: p50 with history / without", pre.scenario),
+            name: format!("{} {}: p50 with history / without", pre.scenario, pre.style),
             goal: "flat (≈ 1×)".into(),
             value: Some(v),
             met: Some(v <= 1.5),
@@ -259,7 +272,7 @@ pub fn targets_text(targets: &[Target]) -> String {
         let verdict = match t.met {
             Some(true) => "met",
             Some(false) => "NOT met",
-            None => "n/a",
+            None => "for information",
         };
         let value = t
             .value

@@ -340,17 +340,17 @@ struct Held {
 /// window). Returns the tasks, which finish when their call is answered.
 async fn hold_calls(
     ctx: &Ctx,
-    under: &Under,
+    target: &Target,
     style: Style,
     n: usize,
-    tag: &str,
+    call: impl Fn(usize) -> (&'static str, String),
 ) -> Result<Vec<tokio::task::JoinHandle<Held>>> {
-    let conns: Vec<Conn> = load::open_conns(&under.target, n, style, &ctx.ips(), 256).await?;
+    let conns: Vec<Conn> = load::open_conns(target, n, style, &ctx.ips(), 256).await?;
     let mut tasks = Vec::with_capacity(n);
     for (i, mut conn) in conns.into_iter().enumerate() {
-        let host = format!("{tag}-{i}.example.com");
+        let (tool, args) = call(i);
         tasks.push(tokio::spawn(async move {
-            match conn.call_tool("propose-egress", &propose_args(&host)).await {
+            match conn.call_tool(tool, &args).await {
                 Ok(reply) => Held {
                     status: reply.status().map(str::to_string),
                     id: reply.field("proposal_id").map(str::to_string),
@@ -402,13 +402,26 @@ pub async fn hold(ctx: &Ctx, style: Style, n: usize, grace_secs: u64) -> Result<
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss_idle = sys::process_rss(pid).context("reading the server's RSS")?;
     let started = Instant::now();
-    let tasks = hold_calls(ctx, &under, style, n, "hold").await?;
+    let tasks = hold_calls(ctx, &under.target, style, n, |i| {
+        (
+            "propose-egress",
+            propose_args(&format!("hold-{i}.example.com")),
+        )
+    })
+    .await?;
     let window = Duration::from_secs(grace_secs);
     let held = db::wait_pending(&db_path, n as i64, window.mul_f64(0.6)).await?;
     let ramp = started.elapsed();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss_held = sys::process_rss(pid).context("reading the server's RSS")?;
-    let cpu_held = sys::process_cpu(pid);
+    // What holding costs the server's CPU while nothing happens (per-waiter rechecks).
+    let idle_window = Duration::from_secs(1);
+    let cpu_a = sys::process_cpu(pid);
+    tokio::time::sleep(idle_window).await;
+    let idle_cores = match (cpu_a, sys::process_cpu(pid)) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64() / idle_window.as_secs_f64()),
+        _ => None,
+    };
     // Decide a tenth while they wait.
     let decide_n = (n / 10).max(1);
     let to_decide = db::pending_ids(&db_path, decide_n as i64).await?;
@@ -477,8 +490,10 @@ pub async fn hold(ctx: &Ctx, style: Style, n: usize, grace_secs: u64) -> Result<
     extra.insert("approved".into(), approved.into());
     extra.insert("pending".into(), pending.into());
     extra.insert("grace_seconds".into(), grace_secs.into());
-    if let Some(c) = cpu_held {
-        extra.insert("server_cpu_seconds_at_held".into(), c.as_secs_f64().into());
+    if let Some(c) = idle_cores {
+        extra.insert("server_cores_while_held".into(), c.into());
+        row.note
+            .push_str(&format!("; server {c:.2} cores busy while held"));
     }
     Ok(row)
 }
@@ -486,13 +501,27 @@ pub async fn hold(ctx: &Ctx, style: Style, n: usize, grace_secs: u64) -> Result<
 /// `wake`: `n` held calls; a separate process (this binary, `decide`) approves them one
 /// transaction each, as the CLI does, printing each commit's time; the latency is from
 /// each commit to the matching call's answer.
-pub async fn wake(ctx: &Ctx, style: Style, n: usize, grace_secs: u64) -> Result<Row> {
-    let under = Under::start(ctx, "wake", grace_secs).await?;
+pub async fn wake(
+    ctx: &Ctx,
+    style: Style,
+    n: usize,
+    grace_secs: u64,
+    rate_limit: f64,
+    name: &str,
+) -> Result<Row> {
+    let under = Under::start(ctx, name, grace_secs).await?;
     let db_path = under.db()?.to_path_buf();
-    let tasks = hold_calls(ctx, &under, style, n, "wake").await?;
+    let tag = name.to_string();
+    let tasks = hold_calls(ctx, &under.target, style, n, |i| {
+        (
+            "propose-egress",
+            propose_args(&format!("{tag}-{i}.example.com")),
+        )
+    })
+    .await?;
     let held = db::wait_pending(&db_path, n as i64, Duration::from_secs(grace_secs) / 2).await?;
     let ids = db::pending_ids(&db_path, n as i64).await?;
-    let ids_file = ctx.dir.join("wake-ids.txt");
+    let ids_file = ctx.dir.join(format!("{name}-ids.txt"));
     std::fs::write(&ids_file, ids.join("\n"))?;
     let exe = std::env::current_exe()?;
     let cpu0 = under.pid.and_then(sys::process_cpu);
@@ -503,6 +532,8 @@ pub async fn wake(ctx: &Ctx, style: Style, n: usize, grace_secs: u64) -> Result<
         .arg(&db_path)
         .arg("--ids")
         .arg(&ids_file)
+        .arg("--rate")
+        .arg(rate_limit.to_string())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
         .spawn()
@@ -552,7 +583,7 @@ pub async fn wake(ctx: &Ctx, style: Style, n: usize, grace_secs: u64) -> Result<
     };
     let latency = Latency::from_ns(&mut samples);
     let mut row = Row {
-        scenario: "wake".into(),
+        scenario: name.into(),
         style: style.version().into(),
         connections: n,
         requests: n as u64,
@@ -562,9 +593,14 @@ pub async fn wake(ctx: &Ctx, style: Style, n: usize, grace_secs: u64) -> Result<
         latency,
         server_cpu_us: cpu.map(|c| c.as_secs_f64() * 1e6 / n.max(1) as f64),
         note: format!(
-            "commit→answer, {} decisions from another process at {:.0}/s; {answered}/{n} answered approved ({held} held); max {}",
+            "commit→answer, {} decisions from another process at {:.0}/s{}; {answered}/{n} answered approved ({held} held); max {}",
             committed.len(),
             rate(committed.len() as u64, decide_time),
+            if rate_limit > 0.0 {
+                " (paced)"
+            } else {
+                " (back to back)"
+            },
             fmt_us(latency.max_us),
         ),
         ..Default::default()
@@ -572,5 +608,68 @@ pub async fn wake(ctx: &Ctx, style: Style, n: usize, grace_secs: u64) -> Result<
     if let Some(e) = first_error {
         row.note.push_str(&format!("; first error: {e}"));
     }
+    Ok(row)
+}
+
+/// `hold-bare`: the same number of held requests on the bare hyper server, each answered
+/// after `hold_secs`: what a held request costs hyper + tokio alone on this machine.
+pub async fn hold_bare(ctx: &Ctx, n: usize, hold_secs: u64) -> Result<Row> {
+    let exe = std::env::current_exe()?;
+    let port = free_port()?;
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut proc = Proc::spawn(
+        "hold-bare server",
+        &exe,
+        &[
+            "serve-baseline".into(),
+            "--listen".into(),
+            addr.to_string(),
+            "--hold-ms".into(),
+            (hold_secs * 1000).to_string(),
+        ],
+        &[],
+        ctx.server_cpu,
+        ctx.dir.join("hold-bare.log"),
+    )?;
+    let target = Target::new(addr);
+    proc.wait_healthy(&target).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rss_idle = sys::process_rss(proc.pid).context("reading the server's RSS")?;
+    let started = Instant::now();
+    let tasks = hold_calls(ctx, &target, Style::Modern, n, |_| {
+        (
+            "check-proposal",
+            check_args("019ad3c2-7f10-7b4e-9a51-4c2d8e6f0a11"),
+        )
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let rss_held = sys::process_rss(proc.pid).context("reading the server's RSS")?;
+    let mut ok = 0u64;
+    let mut errors = 0u64;
+    for t in tasks {
+        match tokio::time::timeout(Duration::from_secs(hold_secs + 30), t).await {
+            Ok(Ok(h)) if h.status.as_deref() == Some("pending") => ok += 1,
+            _ => errors += 1,
+        }
+    }
+    let per_call = rss_held.saturating_sub(rss_idle) as f64 / n as f64;
+    let mut row = Row {
+        scenario: "hold-bare".into(),
+        style: "bare".into(),
+        connections: n,
+        requests: n as u64,
+        errors,
+        seconds: started.elapsed().as_secs_f64(),
+        note: format!(
+            "{:.1} KiB RSS/held request on bare hyper (RSS {:.0}→{:.0} MiB); {ok}/{n} answered",
+            per_call / 1024.0,
+            rss_idle as f64 / 1048576.0,
+            rss_held as f64 / 1048576.0,
+        ),
+        ..Default::default()
+    };
+    row.extra
+        .insert("rss_per_held_call_bytes".into(), per_call.into());
     Ok(row)
 }
