@@ -79,6 +79,81 @@ pub fn cli(db: &Path, operator: &str, args: &[&str]) -> Output {
         .expect("run supervise")
 }
 
+// ----- story helpers (issue 7): JSON from the CLI, polling, hook scripts, a clean stop ----
+
+/// Runs `supervise --db DB --as OPERATOR ARGS`, which must succeed, and parses its stdout
+/// as one JSON document (for `--json` commands).
+pub fn cli_json(db: &Path, operator: &str, args: &[&str]) -> Value {
+    let out = cli(db, operator, args);
+    assert!(
+        out.status.success(),
+        "supervise {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "supervise {args:?} printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// Calls `probe` every 50 ms until it returns `Some`, for at most `timeout`.
+pub fn wait_until<T>(timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = probe() {
+            return Some(v);
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Writes an executable `sh` script `name` into `dir` and returns its path (e.g. an
+/// `--on-event` hook).
+pub fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write the script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .expect("make the script executable");
+    path
+}
+
+/// Waits up to `timeout` until the file at `path` has at least `n` lines; returns the
+/// lines it has then (fewer when the time ran out, none when it never appeared).
+pub fn wait_for_lines(path: &Path, n: usize, timeout: Duration) -> Vec<String> {
+    let read = || -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    wait_until(timeout, || Some(read()).filter(|l| l.len() >= n)).unwrap_or_else(read)
+}
+
+impl Server {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops the server the way an init system does (SIGTERM) and waits up to `timeout` for
+    /// it to exit; `None` if it was still running then (it is killed on drop).
+    pub fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM {} failed", self.child.id());
+        wait_until(timeout, || self.child.try_wait().ok().flatten())
+    }
+}
+
 /// A running `supervise-server`, killed on drop.
 pub struct Server {
     child: Child,
