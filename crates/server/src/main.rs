@@ -17,7 +17,7 @@ use tracing_subscriber::EnvFilter;
 /// The supervise MCP server: agents in bottles propose egress and git-push changes; a human
 /// decides them with the `supervise` CLI.
 #[derive(Debug, Parser)]
-#[command(name = "supervise-server", version, about, max_term_width = 100)]
+#[command(name = "supervise-server", version, max_term_width = 100)]
 struct Args {
     /// Database file (created and migrated on start).
     #[arg(long, env = "SUPERVISE_DB", default_value = "./supervise.db")]
@@ -108,8 +108,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("supervise-server: {e:#}");
+            tracing::error!("supervise-server: {e:#}");
             ExitCode::FAILURE
         }
     }
