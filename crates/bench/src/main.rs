@@ -130,7 +130,7 @@ struct RunArgs {
     #[arg(long)]
     wake: Option<usize>,
     /// Decisions per second in `wake` (`wake-burst` always decides back to back).
-    #[arg(long, default_value_t = 200.0)]
+    #[arg(long, default_value_t = 100.0)]
     wake_rate: f64,
     /// Decided proposals delivered in `deliver` [default: 2000; --quick 40].
     #[arg(long)]
@@ -165,6 +165,9 @@ struct RunArgs {
     /// Folder for the temporary databases [default: the system temp dir].
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Keep the temporary folder (databases and server logs) and print its path.
+    #[arg(long)]
+    keep_dir: bool,
     /// SUPERVISE_LOG filter for the servers started.
     #[arg(long, default_value = "warn")]
     server_log: String,
@@ -302,8 +305,12 @@ fn run(args: RunArgs) -> Result<bool> {
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let dir = tempfile::Builder::new()
         .prefix("supervise-bench-")
+        .disable_cleanup(args.keep_dir)
         .tempdir_in(&base)
         .with_context(|| format!("making a temporary folder in {}", base.display()))?;
+    if args.keep_dir {
+        eprintln!("supervise-bench: keeping {}", dir.path().display());
+    }
     let nbottles = pick(args.bottles, 32, 4).clamp(1, 250);
     let bottles: Vec<(String, Ipv4Addr)> = (0..nbottles)
         .map(|i| {
@@ -369,6 +376,8 @@ fn run(args: RunArgs) -> Result<bool> {
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "machine": machine(),
         "pinned": server_cpu.is_some(),
+        "server_bin": ctx.server_bin.as_ref().map(|p| p.display().to_string()),
+        "git_head": git_head(),
         "rows": medians,
         "runs": all_rows,
         "targets": targets,
@@ -381,6 +390,18 @@ fn run(args: RunArgs) -> Result<bool> {
         .iter()
         .any(|r| r.errors > 0 || r.note.starts_with("failed"));
     Ok(!failed)
+}
+
+/// `git rev-parse --short HEAD` of the current folder, when there is one.
+fn git_head() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 fn failed_row(scenario: &str, style: &str, e: &anyhow::Error) -> Row {
