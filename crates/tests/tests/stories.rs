@@ -113,6 +113,26 @@ fn quoted(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
+/// Waits until the server's `--on-event` hook (which writes into `hook_out`) is following
+/// the change feed: registers a bottle with the CLI and waits for the hook to record the
+/// `bottle-added` event.
+///
+/// Needed because of a server bug: the hook runner takes its starting point in the feed
+/// only after the server already accepts calls, so an event from the first moments is
+/// never hooked. `an_event_right_after_start_is_hooked` asserts the right behaviour.
+fn wait_for_hook_runner(h: &Host, hook_out: &Path) {
+    h.ok(&["bottle", "add", "hook-probe", "--ip", "127.0.0.9"]);
+    let seen = wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(hook_out)
+            .ok()
+            .filter(|t| t.contains("bottle-added"))
+    });
+    assert!(
+        seen.is_some(),
+        "the hook never saw the probe's bottle-added"
+    );
+}
+
 // ----- 1. a bounded grant ------------------------------------------------------------------
 
 /// The operator grants egress for two seconds: the grant is in `policy` with its time
@@ -588,6 +608,7 @@ printf '%s\t%s\t%s\n' "$SUPERVISE_EVENT" "$SUPERVISE_PROPOSAL_ID" "$doc" >> "$1"
     );
     let on_event = format!("{} {}", quoted(&hook), quoted(&out));
     let mut h = Host::start(&["--grace", "0", "--on-event", &on_event]);
+    wait_for_hook_runner(&h, &out);
     let id = pending_id(&h.egress("releases.example.com", 443, "download the release"));
 
     /// Waits for the hook's line for `event` and returns (env event, env id, document).
@@ -687,6 +708,7 @@ fn a_hook_that_sleeps_30_s_does_not_delay_the_tool_call() {
     let started = dir.path().join("started");
     let on_event = sleeping_hook(dir.path(), &started);
     let mut h = Host::start(&["--grace", "0", "--on-event", &on_event]);
+    wait_for_hook_runner(&h, &started); // its hook sleeps too, in one of the slots
 
     let mut ids = Vec::new();
     let mut times = Vec::new();
@@ -697,8 +719,11 @@ fn a_hook_that_sleeps_30_s_does_not_delay_the_tool_call() {
         ids.push(pending_id(&answer));
         if i == 0 {
             // From here on a hook is asleep while the agent calls.
-            let lines = wait_for_lines(&started, 1, Duration::from_secs(10));
-            assert!(!lines.is_empty(), "the hook never started");
+            let lines = wait_for_lines(&started, 2, Duration::from_secs(10));
+            assert!(
+                lines.iter().any(|l| l.starts_with("proposed ")),
+                "the hook never started for the proposal: {lines:?}"
+            );
         }
     }
     let doc = h.json(&["list", "--json"]);
@@ -729,11 +754,7 @@ fn a_hook_still_running_when_the_server_stops_does_not_outlive_it() {
     let started = dir.path().join("started");
     let on_event = sleeping_hook(dir.path(), &started);
     let mut h = Host::start(&["--grace", "0", "--on-event", &on_event]);
-    pending_id(&h.egress("a.example.com", 443, "fetch a dependency"));
-    assert!(
-        !wait_for_lines(&started, 1, Duration::from_secs(10)).is_empty(),
-        "the hook never started"
-    );
+    wait_for_hook_runner(&h, &started);
     assert_eq!(sleeping_hooks(&started).len(), 1);
 
     let status = h.server.terminate(Duration::from_secs(20));
@@ -747,6 +768,32 @@ fn a_hook_still_running_when_the_server_stops_does_not_outlive_it() {
         left.is_some(),
         "hook processes {alive:?} still run after the server exited"
     );
+}
+
+/// SPEC: the server runs the hook "once per event". The first proposal, filed right
+/// after the server said where it listens, is hooked like any other. Started several
+/// times to give the race a chance: it shows reliably only on a loaded machine.
+#[test]
+#[ignore = "bug: the hook runner reads its starting point in the change feed \
+            (crates/server/src/hooks.rs run, store.last_seq()) inside its own spawned task, \
+            while crates/server/src/lib.rs serve already accepts calls; an event committed \
+            before that read is never hooked. The watcher reads its start_seq before \
+            accepting; hooks should be given one the same way"]
+fn an_event_right_after_start_is_hooked() {
+    for round in 0..8 {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("events");
+        let hook = write_script(dir.path(), "log.sh", r#"echo "$SUPERVISE_EVENT" >> "$1""#);
+        let on_event = format!("{} {}", quoted(&hook), quoted(&out));
+        let mut h = Host::start(&["--grace", "0", "--on-event", &on_event]);
+        pending_id(&h.egress("first.example.com", 443, "the first call"));
+        let lines = wait_for_lines(&out, 1, Duration::from_secs(5));
+        assert_eq!(
+            lines,
+            vec!["proposed"],
+            "round {round}: the first proposal was never hooked"
+        );
+    }
 }
 
 // ----- 7. bulk decisions --------------------------------------------------------------------
