@@ -291,3 +291,83 @@ fn every_decision_is_delivered_exactly_once_under_concurrent_polls() {
     );
     drop(server);
 }
+
+/// The other half of the rule: every call *waiting* on a proposal when its decision lands
+/// receives it (SPEC), while polls stay exactly-once among themselves. Three identical
+/// `propose-egress` calls wait in a 20 s grace window (the repeats fold into one proposal);
+/// three pollers poll it meanwhile; the operator approves from the CLI. All three waiting
+/// calls get `approved`; the pollers together get the decision at most once.
+#[test]
+fn waiting_calls_all_get_the_decision_and_polls_at_most_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("supervise.db");
+    let server = Server::start(&db, &["--grace", "20", "--bottle", "wait=127.0.0.2"]);
+    let addr = server.addr;
+    let args = json!({"host": "same.example", "justification": "wait together"});
+    let waiting: Vec<_> = (0..3)
+        .map(|_| {
+            let args = args.clone();
+            std::thread::spawn(move || Agent::new(addr, "127.0.0.2").tool("propose-egress", args))
+        })
+        .collect();
+    // The proposal is queued once, with three hits.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let id = loop {
+        let out = cli(&db, "op", &["list", "--json"]);
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if doc["proposals"][0]["hits"] == 3 {
+            assert_eq!(doc["proposals"].as_array().map(Vec::len), Some(1), "{doc}");
+            break doc["proposals"][0]["id"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "not queued with 3 hits: {doc}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pollers: Vec<_> = (0..3)
+        .map(|_| {
+            let (id, stop) = (id.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut agent = Agent::new(addr, "127.0.0.2");
+                let mut got = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let r = agent.tool("check-proposal", json!({"proposal_id": id}));
+                    got.push(structured(&r)["status"].as_str().unwrap_or("?").to_string());
+                }
+                got
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let out = cli(&db, "op", &["approve", &id]);
+    assert!(out.status.success(), "{out:?}");
+    for w in waiting {
+        let r = w.join().unwrap();
+        assert_eq!(
+            structured(&r)["status"],
+            "approved",
+            "a waiting call missed it: {r}"
+        );
+        assert_eq!(structured(&r)["proposal_id"], id.as_str());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let per_poller: Vec<Vec<String>> = pollers.into_iter().map(|p| p.join().unwrap()).collect();
+    for (n, got) in per_poller.iter().enumerate() {
+        let approved = got.iter().filter(|s| *s == "approved").count();
+        assert!(
+            approved <= 1,
+            "poller {n} got the decision {approved} times: {got:?}"
+        );
+    }
+    let polls: Vec<String> = per_poller.into_iter().flatten().collect();
+    assert!(
+        polls
+            .iter()
+            .all(|s| matches!(s.as_str(), "pending" | "approved" | "unknown")),
+        "{polls:?}"
+    );
+    let delivered = polls.iter().filter(|s| *s == "approved").count();
+    assert!(delivered <= 1, "polls got the decision {delivered} times");
+    assert!(polls.last().is_some_and(|s| s == "unknown"), "{polls:?}");
+    drop(server);
+}
