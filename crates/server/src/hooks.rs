@@ -54,22 +54,17 @@ pub fn event_document(ev: &Event) -> serde_json::Value {
     })
 }
 
-/// Runs hooks for every event after the feed's current end until `shutdown` resolves.
-/// Hooks already started are left to finish (or time out) on their own tasks.
-pub async fn run(store: Store, config: HookConfig, shutdown: impl Future<Output = ()>) {
+/// Runs hooks for every event after `start_seq` until `shutdown` resolves. The caller reads
+/// `start_seq` before it accepts requests, so no event of this run is missed. Hooks still
+/// running at shutdown are killed with their process group when the runtime drops them.
+pub async fn run(
+    store: Store,
+    config: HookConfig,
+    start_seq: i64,
+    shutdown: impl Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
-    let mut seq = loop {
-        match store.last_seq().await {
-            Ok(s) => break s,
-            Err(e) => {
-                tracing::warn!(error = %e, "hooks: cannot read the change feed yet");
-                tokio::select! {
-                    _ = &mut shutdown => return,
-                    _ = tokio::time::sleep(config.poll) => {}
-                }
-            }
-        }
-    };
+    let mut seq = start_seq;
     let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
     let config = Arc::new(config);
     loop {
@@ -127,28 +122,49 @@ async fn run_one(config: &HookConfig, ev: &Event) {
         let _ = stdin.write_all(doc.as_bytes()).await;
         let _ = stdin.write_all(b"\n").await;
     }
-    let pid = child.id();
+    let mut group = GroupGuard(child.id());
     match tokio::time::timeout(config.timeout, child.wait_with_output()).await {
         Ok(Ok(out)) if out.status.success() => {
+            group.disarm();
             tracing::debug!(event = %ev.event, seq = ev.seq, "hook ran");
         }
         Ok(Ok(out)) => {
+            group.disarm();
             let stderr = String::from_utf8_lossy(&out.stderr);
             let stderr: String = stderr.trim().chars().take(300).collect();
             tracing::warn!(event = %ev.event, seq = ev.seq, status = %out.status, stderr, "hook failed");
         }
-        Ok(Err(e)) => tracing::warn!(event = %ev.event, seq = ev.seq, error = %e, "hook failed"),
+        Ok(Err(e)) => {
+            group.disarm();
+            tracing::warn!(event = %ev.event, seq = ev.seq, error = %e, "hook failed")
+        }
         Err(_) => {
-            // The child itself is killed on drop; its process group may hold more.
-            if let Some(pid) = pid {
-                kill_group(pid);
-            }
+            // The child itself is killed on drop; the guard below kills the rest of its group.
             tracing::warn!(
                 event = %ev.event,
                 seq = ev.seq,
                 timeout_s = config.timeout.as_secs_f64(),
                 "hook timed out and was killed"
             );
+        }
+    }
+}
+
+/// Kills a hook's process group when dropped: on timeout, and when the task is dropped
+/// mid-run (server shutdown), so no hook outlives the server. A hook that exited by itself
+/// disarms it: its group is gone or belongs to children it chose to leave running.
+struct GroupGuard(Option<u32>);
+
+impl GroupGuard {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            kill_group(pid);
         }
     }
 }
@@ -220,7 +236,8 @@ mod tests {
         config.concurrency = 1; // keep the file's lines in event order
         config.poll = Duration::from_millis(20);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let runner = tokio::spawn(run(store.clone(), config, async {
+        let start = store.last_seq().await.unwrap();
+        let runner = tokio::spawn(run(store.clone(), config, start, async {
             let _ = stopped.await;
         }));
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -267,7 +284,8 @@ mod tests {
             poll: Duration::from_millis(20),
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let runner = tokio::spawn(run(store.clone(), config, async {
+        let start = store.last_seq().await.unwrap();
+        let runner = tokio::spawn(run(store.clone(), config, start, async {
             let _ = stopped.await;
         }));
         tokio::time::sleep(Duration::from_millis(100)).await;

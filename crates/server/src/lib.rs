@@ -85,6 +85,7 @@ pub async fn serve(
         tokio::spawn(hooks::run(
             store.clone(),
             hooks::HookConfig::new(command),
+            start_seq,
             async move {
                 let _ = stop.wait_for(|s| *s).await;
             },
