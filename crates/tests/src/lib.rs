@@ -479,11 +479,14 @@ pub fn exchange_raw(
     let mut stream = connect_from(source, addr)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    // The server may answer (413) and close before the whole body is written: keep what
-    // it said.
-    let write = stream.write_all(raw);
+    // The server may answer (413) and close before the whole body is written: write from
+    // another thread and read meanwhile, so its answer is read before any reset.
+    let mut writer = stream.try_clone()?;
+    let body = raw.to_vec();
+    let write = std::thread::spawn(move || writer.write_all(&body));
     let mut buf = Vec::new();
     let read = stream.read_to_end(&mut buf);
+    let write = write.join().expect("the writer thread");
     if buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.starts_with(b"HTTP/") {
         return Ok(parse_reply(&buf));
     }
