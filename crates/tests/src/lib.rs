@@ -630,19 +630,6 @@ impl Server {
     pub fn sigkill(self) {
         drop(self);
     }
-
-    /// Waits up to `timeout` for a log line containing `needle`; returns it.
-    pub fn wait_for_log(&self, needle: &str, timeout: Duration) -> Option<String> {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.log.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return Some(line),
-                Ok(_) => {}
-                Err(_) => return None,
-            }
-        }
-    }
 }
 
 #[cfg(test)]
