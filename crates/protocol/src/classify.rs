@@ -106,6 +106,11 @@ fn classify_value(value: Value) -> Result<Message, ErrorResponse> {
     let id = match obj.get("id") {
         None => Ok(IdMember::Absent),
         Some(Value::Null) => Ok(IdMember::Null),
+        Some(Value::Number(n)) if !(n.is_i64() || n.is_u64()) => {
+            // A huge or fractional number would come back altered (JSON numbers are read
+            // as f64 here), and the client could not match the answer: refuse it.
+            Err("a number that is not a 64-bit integer")
+        }
         Some(v) => RequestId::from_value(v).map(IdMember::Valid).ok_or(kind(v)),
     };
     let echo = match &id {
@@ -132,7 +137,7 @@ fn classify_value(value: Value) -> Result<Message, ErrorResponse> {
     let id = id.map_err(|kind| {
         invalid(
             None,
-            format!("\"id\" must be a string or a number, got {kind}"),
+            format!("\"id\" must be a string or an integer, got {kind}"),
         )
     })?;
 

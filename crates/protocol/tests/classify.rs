@@ -81,7 +81,7 @@ fn object_id_is_invalid_with_null_id() {
     assert_eq!(json["id"], Value::Null);
     assert_eq!(
         err.error.message,
-        "Invalid Request: \"id\" must be a string or a number, got an object"
+        "Invalid Request: \"id\" must be a string or an integer, got an object"
     );
 }
 
@@ -162,13 +162,29 @@ fn request_is_classified_with_id_method_and_params() {
 }
 
 #[test]
-fn fractional_and_large_ids_are_echoed_exactly() {
-    for id in [json!(1.5), json!(u64::MAX), json!(-3)] {
+fn integer_ids_are_echoed_exactly() {
+    for id in [json!(u64::MAX), json!(i64::MIN), json!(-3), json!(0)] {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
         let Ok(Incoming::Request(req)) = parse_message(body.to_string().as_bytes()) else {
             panic!("not a request: {body}");
         };
         assert_eq!(serde_json::to_value(&req.id).unwrap(), id);
+    }
+}
+
+#[test]
+fn ids_that_would_come_back_altered_are_refused() {
+    // Read as f64, these could not be echoed as sent, so the client could not match them.
+    for raw in ["123456789012345678901234567890", "1.5", "1e3"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{raw},"method":"ping"}}"#);
+        let err = parse_message(body.as_bytes()).expect_err(raw);
+        assert_eq!(err.error.code, ErrorCode::INVALID_REQUEST, "{raw}");
+        assert!(
+            err.error.message.contains("64-bit integer"),
+            "{}",
+            err.error.message
+        );
+        assert!(err.id.is_none());
     }
 }
 
