@@ -92,6 +92,32 @@ impl Waiters {
         }
     }
 
+    /// A poll (`check-proposal`): takes from the store itself, so of concurrent polls exactly
+    /// one gets the decision, and hands what it took to the calls waiting on the same
+    /// proposal, which receive it too. A decision the waiting calls already took was
+    /// archived then: the poll finds nothing, as it would in the store.
+    pub async fn poll(&self, store: &Store, bottle_id: i64, id: &str) -> StoreResult<Delivery> {
+        let slot = self
+            .slots
+            .lock()
+            .expect("not poisoned")
+            .get(&(bottle_id, id.to_owned()))
+            .cloned();
+        let Some(slot) = slot else {
+            return store.take_decision(bottle_id, id).await;
+        };
+        let mut taken = slot.taken.lock().await;
+        if taken.is_some() {
+            return Ok(Delivery::Unknown);
+        }
+        let d = store.take_decision(bottle_id, id).await?;
+        if matches!(d, Delivery::Decided(_) | Delivery::Expired(_)) {
+            *taken = Some(d.clone());
+            slot.wake.send_modify(|n| *n += 1);
+        }
+        Ok(d)
+    }
+
     /// Waits until `deadline` for the proposal to be decided; returns the delivery as soon as
     /// it is there, and gives up at once when `shutdown` turns true.
     pub async fn wait(

@@ -50,9 +50,12 @@ pub fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
 }
 
 pub async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
-    // Through the waiters' slot, so a call waiting on the same proposal gets the decision too.
-    let guard = app.waiters.register(bottle.id, &args.proposal_id);
-    match guard.take(&app.store).await {
+    // Exactly one poll gets a decision; calls waiting on the same proposal get it as well.
+    match app
+        .waiters
+        .poll(&app.store, bottle.id, &args.proposal_id)
+        .await
+    {
         Ok(Delivery::Decided(p)) => {
             tracing::info!(bottle = %bottle.slug, proposal = %p.id, status = %p.status, "decision delivered to check-proposal");
             answer::delivered(&p)
