@@ -178,6 +178,9 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<Full<B
     };
     tracing::Span::current().record("bottle", bottle.slug.as_str());
 
+    if let Some(refusal) = media_type_refusal(req.headers()) {
+        return refusal;
+    }
     if let Some(len) = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -224,6 +227,47 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<Full<B
             .expect("static response"),
         rpc::Reply::Json { status, body } => json_response(status, body.to_string()),
     }
+}
+
+/// `POST /mcp` carries JSON and must accept a JSON answer (MCP Streamable HTTP: the client
+/// sends `Content-Type: application/json` and lists `application/json` and
+/// `text/event-stream` in `Accept`). This server only ever answers JSON, so an `Accept` that
+/// admits JSON (`application/json`, `application/*`, `*/*`) is enough.
+fn media_type_refusal(headers: &HeaderMap) -> Option<Response<Full<Bytes>>> {
+    let essence = |v: &str| {
+        v.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+    };
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(essence);
+    if content_type.as_deref() != Some("application/json") {
+        let got = content_type.unwrap_or_else(|| "none".into());
+        return Some(rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorObject::invalid_request(format!(
+                "Content-Type must be application/json (got {got})"
+            )),
+        ));
+    }
+    let accepts_json = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(essence)
+        .any(|t| t == "application/json" || t == "application/*" || t == "*/*");
+    if !accepts_json {
+        return Some(rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorObject::invalid_request("Accept must list application/json and text/event-stream"),
+        ));
+    }
+    None
 }
 
 async fn healthz(app: &App) -> Response<Full<Bytes>> {
