@@ -31,6 +31,11 @@ pub struct Config {
     pub body_read_timeout: Duration,
     /// How long shutdown waits for in-flight requests after waiting calls were answered.
     pub drain_timeout: Duration,
+    /// Calls held in their grace window at once, server-wide (0: no limit); past it a
+    /// proposal call answers `pending` at once.
+    pub max_waiting: usize,
+    /// Calls of one bottle held in their grace window at once (0: no limit).
+    pub max_waiting_per_bottle: usize,
 }
 
 impl Default for Config {
@@ -46,6 +51,8 @@ impl Default for Config {
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(10),
+            max_waiting: 16_384,
+            max_waiting_per_bottle: 1_024,
         }
     }
 }

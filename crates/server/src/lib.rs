@@ -15,6 +15,7 @@
 
 pub mod answer;
 pub mod bottles;
+pub mod budget;
 pub mod config;
 pub mod hooks;
 pub mod http;
@@ -42,6 +43,8 @@ pub struct App {
     pub bottles: bottles::BottleCache,
     pub writer: writer::Writer,
     pub waiters: Arc<waiters::Waiters>,
+    /// Places for calls held in their grace window.
+    pub budget: Arc<budget::WaitBudget>,
     /// Turns true when shutdown begins: waiting calls answer `pending` at once.
     pub shutdown: watch::Receiver<bool>,
     /// The address the listener is bound to (its port is part of the allowed Origin/Host).
@@ -92,12 +95,14 @@ pub async fn serve(
         ))
     });
 
+    let budget = budget::WaitBudget::new(config.max_waiting, config.max_waiting_per_bottle);
     let app = Arc::new(App {
         store: store.clone(),
         bottles: bottles::BottleCache::new(config.bottle_cache_ttl),
         config,
         writer,
         waiters,
+        budget,
         shutdown: stop_rx,
         local_addr,
         server_info: server_info(),

@@ -19,9 +19,10 @@ use tracing_subscriber::EnvFilter;
 #[derive(Debug, Parser)]
 #[command(name = "supervise-server", version, max_term_width = 100)]
 struct Args {
-    /// Database file (created and migrated on start).
-    #[arg(long, env = "SUPERVISE_DB", default_value = "./supervise.db")]
-    db: PathBuf,
+    /// Database file, created and migrated on start [env: SUPERVISE_DB] [default:
+    /// ./supervise.db]. Resolved by the same rule as the `supervise` CLI's `--db`.
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
 
     /// Address to listen on (port 0 picks a free port; the address is logged).
     #[arg(long, env = "SUPERVISE_LISTEN", default_value = "127.0.0.1:7411")]
@@ -48,6 +49,20 @@ struct Args {
     /// Undecided proposals one bottle may have (0 = no cap).
     #[arg(long, env = "SUPERVISE_MAX_PENDING_PER_BOTTLE", default_value_t = 64)]
     max_pending_per_bottle: u32,
+
+    /// Calls held in their grace window at once, server-wide (0 = no limit). Past it a
+    /// proposal is still filed, and its call answers `pending` at once.
+    #[arg(long, env = "SUPERVISE_MAX_WAITING", default_value_t = 16_384)]
+    max_waiting: usize,
+
+    /// Calls of one bottle held in their grace window at once (0 = no limit). A connection
+    /// holds at most one: HTTP/1.1 serves its requests one at a time.
+    #[arg(
+        long,
+        env = "SUPERVISE_MAX_WAITING_PER_BOTTLE",
+        default_value_t = 1_024
+    )]
+    max_waiting_per_bottle: usize,
 
     /// Command run once per event (decisions made by the CLI included), with the event as
     /// JSON on stdin and SUPERVISE_EVENT / SUPERVISE_PROPOSAL_ID in its environment.
@@ -136,9 +151,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         },
         ..StoreOptions::default()
     };
-    let store = Store::open(&args.db, options)
+    let db = supervise_store::paths::db_path(args.db.as_deref());
+    let store = Store::open(&db, options)
         .await
-        .with_context(|| format!("cannot open the database {}", args.db.display()))?;
+        .with_context(|| format!("cannot open the database {}", db.display()))?;
     for (slug, ip) in &args.bottles {
         match store.register_bottle(slug, *ip).await {
             Ok((b, how)) => {
@@ -164,7 +180,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(
         address = %addr,
-        db = %args.db.display(),
+        db = %db.display(),
         grace_s = args.grace.as_secs_f64(),
         "supervise-server listening on http://{addr}/mcp"
     );
@@ -173,6 +189,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         allowed_origins: args.allowed_origins,
         allowed_hosts: args.allowed_hosts,
         on_event: args.on_event,
+        max_waiting: args.max_waiting,
+        max_waiting_per_bottle: args.max_waiting_per_bottle,
         ..Config::default()
     };
     supervise_server::serve(listener, store, config, shutdown_signal()).await

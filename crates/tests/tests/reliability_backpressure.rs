@@ -6,9 +6,10 @@
 //! unaffected; a decision frees a slot; concurrent proposals past the cap are refused
 //! exactly past the cap.
 //!
-//! Not built yet (`#[ignore]`d): limits on concurrent *waiting* calls, global
-//! (`--max-waiting`) and per connection (`--max-waiting-per-connection`). Past either, a
-//! call is answered `pending` early (its proposal is queued and keeps its id), not refused.
+//! Limits on concurrent *waiting* calls, server-wide (`--max-waiting`) and per bottle
+//! (`--max-waiting-per-bottle`; a connection holds at most one waiting call, since HTTP/1.1
+//! serves one request at a time on it). Past either, a call is answered `pending` early (its
+//! proposal is queued and keeps its id), not refused.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
@@ -170,7 +171,6 @@ fn waiting_call(
 /// leave four waiting and answer two `pending` early (well before the grace window), each
 /// with a queued proposal; none is refused. The four get the operator's decision.
 #[test]
-#[ignore = "waiting-call limits not built yet"]
 fn past_the_global_waiting_limit_calls_are_answered_pending_early() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("supervise.db");
@@ -244,13 +244,12 @@ fn past_the_global_waiting_limit_calls_are_answered_pending_early() {
     );
 }
 
-/// Per-connection limit: one HTTP/1.1 connection carries one request at a time, so this
-/// test reads "connection" as the client's source address (one bottle's connections). With
-/// `--max-waiting-per-connection 2`, four calls waiting at once from bottle A leave two
-/// waiting and answer two `pending` early; bottle B's call still waits for its decision.
+/// Per-bottle limit: one HTTP/1.1 connection carries one request at a time, so a bottle's
+/// waiting calls are bounded by its source address. With `--max-waiting-per-bottle 2`, four
+/// calls waiting at once from bottle A leave two waiting and answer two `pending` early;
+/// bottle B's call still waits for its decision.
 #[test]
-#[ignore = "waiting-call limits not built yet"]
-fn past_the_per_connection_waiting_limit_calls_are_answered_pending_early() {
+fn past_the_per_bottle_waiting_limit_calls_are_answered_pending_early() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("supervise.db");
     let server = Server::start(
@@ -258,7 +257,7 @@ fn past_the_per_connection_waiting_limit_calls_are_answered_pending_early() {
         &[
             "--grace",
             "20",
-            "--max-waiting-per-connection",
+            "--max-waiting-per-bottle",
             "2",
             "--bottle",
             &format!("conn-a={A}"),

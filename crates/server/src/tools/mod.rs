@@ -224,6 +224,13 @@ pub(crate) async fn file_and_wait(
     if app.config.grace.is_zero() || *app.shutdown.borrow() {
         return answer::pending(&p);
     }
+    let _place = match app.budget.try_acquire(bottle.id) {
+        Ok(place) => place,
+        Err(full) => {
+            tracing::debug!(bottle = %bottle.slug, proposal = %p.id, ?full, "wait limit reached; answering pending at once");
+            return answer::pending(&p);
+        }
+    };
     let deadline = tokio::time::Instant::now() + app.config.grace;
     let waited = app
         .waiters
