@@ -200,7 +200,7 @@ fn approve_modify_and_reject_a_pending_proposal() {
         "--as",
         "alice",
         "modify",
-        &m[..13],
+        &m[..24],
         "--change",
         r#"{"port": 8443}"#,
     ]);
