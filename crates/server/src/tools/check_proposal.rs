@@ -1,7 +1,7 @@
 //! `check-proposal`: the non-blocking poll. A decision found is delivered (and archived), an
 //! undecided proposal answers `pending`, anything else `unknown`. Never creates a proposal.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use supervise_protocol::Tool;
 use supervise_store::{Bottle, Delivery};
 
@@ -22,31 +22,14 @@ pub fn definition() -> Tool {
         "Check proposal",
         "Look up the status of one of your proposals by proposal_id, without waiting. A \
          decision is delivered once: after it has been returned, the id answers `unknown`.",
-        json!({
-            "type": "object",
-            "properties": {
-                "proposal_id": {
-                    "type": "string",
-                    "description": "The proposal_id a propose-* call returned.",
-                    "minLength": 1
-                }
-            },
-            "required": ["proposal_id"],
-            "additionalProperties": false
-        }),
+        super::proposal_id_input_schema(),
         super::proposal_output_schema(),
         false,
     )
 }
 
 pub fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
-    super::refuse_unknown(args, &["proposal_id"], NAME)?;
-    let proposal_id = super::required_string(args, "proposal_id", NAME)?;
-    let proposal_id = proposal_id.trim().to_string();
-    if proposal_id.is_empty() {
-        return Err(super::bad("proposal_id", "must not be empty", NAME));
-    }
-    Ok(Args { proposal_id })
+    super::proposal_id_arg(args, NAME).map(|proposal_id| Args { proposal_id })
 }
 
 pub async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {

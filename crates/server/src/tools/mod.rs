@@ -182,6 +182,34 @@ pub(crate) fn store_failure(e: &StoreError, tool: &str) -> Answer {
     }
 }
 
+/// The input schema of the tools that take only a `proposal_id`.
+pub(crate) fn proposal_id_input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "proposal_id": {
+                "type": "string",
+                "description": "The proposal_id a propose-* call returned.",
+                "minLength": 1
+            }
+        },
+        "required": ["proposal_id"],
+        "additionalProperties": false
+    })
+}
+
+/// The `proposal_id` of a tool that takes only that: required, a string, not blank.
+pub(crate) fn proposal_id_arg(args: &Map<String, Value>, tool: &str) -> Result<String, Answer> {
+    refuse_unknown(args, &["proposal_id"], tool)?;
+    let proposal_id = required_string(args, "proposal_id", tool)?
+        .trim()
+        .to_string();
+    if proposal_id.is_empty() {
+        return Err(bad("proposal_id", "must not be empty", tool));
+    }
+    Ok(proposal_id)
+}
+
 /// Files a proposal through the writer, then waits up to the grace window for a decision.
 pub(crate) async fn file_and_wait(
     app: &App,
@@ -247,5 +275,35 @@ pub(crate) async fn file_and_wait(
             Delivery::Unknown => answer::unknown(&p.id),
         },
         Waited::TimedOut | Waited::ShuttingDown => answer::pending(&p),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_only_tools_refuse_the_same_bad_ids() {
+        for tool in [check_proposal::NAME, withdraw_proposal::NAME] {
+            for args in [
+                json!({}),
+                json!({"proposal_id": "   "}),
+                json!({"proposal_id": 7}),
+                json!({"proposal_id": "x", "extra": 1}),
+            ] {
+                let refused = match parse(tool, args.as_object().unwrap()) {
+                    Some(Err(a)) => a,
+                    other => panic!("{tool} {args}: expected a refusal, got {other:?}"),
+                };
+                assert_eq!(refused.status, Some("refused"), "{tool} {args}");
+                let field = refused.structured["field"].as_str().unwrap_or("");
+                assert!(
+                    field == "proposal_id" || field == "extra",
+                    "{tool} {args}: {field}"
+                );
+            }
+            let ok = parse(tool, json!({"proposal_id": " abc "}).as_object().unwrap());
+            assert!(matches!(ok, Some(Ok(_))), "{tool}");
+        }
     }
 }

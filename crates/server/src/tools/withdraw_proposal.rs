@@ -1,6 +1,6 @@
 //! `withdraw-proposal`: the caller takes back its own undecided proposal.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use supervise_protocol::Tool;
 use supervise_store::{Bottle, StoreError};
 
@@ -21,29 +21,14 @@ pub fn definition() -> Tool {
         "Withdraw proposal",
         "Withdraw one of your undecided proposals (when you no longer need it). A decided \
          proposal cannot be withdrawn: read its decision with check-proposal.",
-        json!({
-            "type": "object",
-            "properties": {
-                "proposal_id": {
-                    "type": "string",
-                    "description": "The proposal_id a propose-* call returned.",
-                    "minLength": 1
-                }
-            },
-            "required": ["proposal_id"],
-            "additionalProperties": false
-        }),
+        super::proposal_id_input_schema(),
         super::proposal_output_schema(),
         false,
     )
 }
 
 pub fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
-    super::refuse_unknown(args, &["proposal_id"], NAME)?;
-    let proposal_id = super::required_string(args, "proposal_id", NAME)?;
-    Ok(Args {
-        proposal_id: proposal_id.trim().to_string(),
-    })
+    super::proposal_id_arg(args, NAME).map(|proposal_id| Args { proposal_id })
 }
 
 pub async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
