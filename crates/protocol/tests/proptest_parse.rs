@@ -293,33 +293,43 @@ fn fuzz_for_a_fixed_time() {
         .unwrap_or(60);
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let started = Instant::now();
-    let (mut execs, mut failures) = (0u64, Vec::new());
+    // Executions counted inside the properties (a runner may stop early).
+    let execs = std::sync::atomic::AtomicU64::new(0);
+    let tick = || execs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut failures = Vec::new();
     let batch = 2_000u32;
     while Instant::now() < deadline {
-        let mut runner = TestRunner::new(Config {
-            cases: batch,
-            failure_persistence: None,
-            ..Config::default()
-        });
+        // A fresh runner per property: a runner counts its cases across runs.
+        let runner = || {
+            TestRunner::new(Config {
+                cases: batch,
+                failure_persistence: None,
+                ..Config::default()
+            })
+        };
         let results = [
-            runner
+            runner()
                 .run(&prop::collection::vec(any::<u8>(), 0..1024), |b| {
+                    tick();
                     classify(&b).map(|_| ())
                 })
                 .map_err(|e| e.to_string()),
-            runner
+            runner()
                 .run(&json_value(), |v| {
+                    tick();
                     classify(v.to_string().as_bytes()).map(|_| ())
                 })
                 .map_err(|e| e.to_string()),
-            runner
+            runner()
                 .run(
                     &(valid_request(), prop::collection::vec(mutation(), 1..12)),
-                    |(v, m)| classify(&mutate(v.to_string().into_bytes(), &m)).map(|_| ()),
+                    |(v, m)| {
+                        tick();
+                        classify(&mutate(v.to_string().into_bytes(), &m)).map(|_| ())
+                    },
                 )
                 .map_err(|e| e.to_string()),
         ];
-        execs += 3 * u64::from(batch);
         for r in results {
             if let Err(e) = r {
                 failures.push(e);
@@ -327,6 +337,7 @@ fn fuzz_for_a_fixed_time() {
         }
     }
     let elapsed = started.elapsed();
+    let execs = execs.into_inner();
     println!(
         "fuzz parse_message: {execs} execs in {:.1} s ({:.0}/s), {} failures",
         elapsed.as_secs_f64(),

@@ -262,28 +262,38 @@ fn fuzz_dispatch_for_a_fixed_time() {
     let server = start(dir.path());
     let started = Instant::now();
     let deadline = started + Duration::from_secs(seconds);
-    let (mut execs, mut failures) = (0u64, Vec::new());
+    // Executions counted inside the properties (a runner may stop early).
+    let execs = std::sync::atomic::AtomicU64::new(0);
+    let tick = || execs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut failures = Vec::new();
     let batch = 500u32;
     while Instant::now() < deadline {
-        let mut runner = TestRunner::new(Config {
-            cases: batch,
-            failure_persistence: None,
-            ..Config::default()
-        });
-        if let Err(e) = runner.run(&tool_call(), |v| {
+        // A fresh runner per property: a runner counts its cases across runs.
+        let runner = || {
+            TestRunner::new(Config {
+                cases: batch,
+                failure_persistence: None,
+                ..Config::default()
+            })
+        };
+        if let Err(e) = runner().run(&tool_call(), |v| {
+            tick();
             exercise(server.addr, v.to_string().as_bytes())
         }) {
             failures.push(e.to_string());
         }
-        if let Err(e) = runner.run(&mutated(), |b| exercise(server.addr, &b)) {
+        if let Err(e) = runner().run(&mutated(), |b| {
+            tick();
+            exercise(server.addr, &b)
+        }) {
             failures.push(e.to_string());
         }
-        execs += 2 * u64::from(batch);
         if !failures.is_empty() {
             break;
         }
     }
     let elapsed = started.elapsed();
+    let execs = execs.into_inner();
     let proposals = sqlite(
         &dir.path().join("supervise.db"),
         "SELECT count(*) FROM proposals;",
