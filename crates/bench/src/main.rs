@@ -487,6 +487,11 @@ async fn run_scenarios(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
                 "-",
             ));
         }
+        // Before the preload, so it measures the same database as check-pending.
+        if want("deliver") {
+            let r = scenarios::deliver(ctx, under, primary, plan.deliver).await;
+            rows.push(push(r, "deliver", primary.version()));
+        }
         if plan.preload > 0 && (want("list") || want("check-pending")) {
             let label = if plan.preload.is_multiple_of(1_000_000) {
                 format!("{}M", plan.preload / 1_000_000)
@@ -515,10 +520,6 @@ async fn run_scenarios(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
                 }
                 Err(e) => rows.push(push(Err(e), "preload", "-")),
             }
-        }
-        if want("deliver") {
-            let r = scenarios::deliver(ctx, under, primary, plan.deliver).await;
-            rows.push(push(r, "deliver", primary.version()));
         }
     } else if let Some(Err(e)) = &check_server {
         for s in ["list", "deliver"] {

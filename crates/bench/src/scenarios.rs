@@ -591,7 +591,8 @@ pub async fn wake(
         seconds: decide_time.as_secs_f64(),
         throughput: rate(committed.len() as u64, decide_time),
         latency,
-        server_cpu_us: cpu.map(|c| c.as_secs_f64() * 1e6 / n.max(1) as f64),
+        // Not per request: it includes holding the calls (see hold).
+        server_cpu_us: None,
         note: format!(
             "commit→answer, {} decisions from another process at {:.0}/s{}; {answered}/{n} answered approved ({held} held); max {}",
             committed.len(),
@@ -607,6 +608,10 @@ pub async fn wake(
     };
     if let Some(e) = first_error {
         row.note.push_str(&format!("; first error: {e}"));
+    }
+    if let Some(c) = cpu {
+        row.extra
+            .insert("server_cpu_seconds".into(), c.as_secs_f64().into());
     }
     Ok(row)
 }
