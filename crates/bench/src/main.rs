@@ -359,7 +359,7 @@ fn run(args: RunArgs) -> Result<bool> {
     drop(rt);
 
     let medians = report::medians(&all_rows);
-    let targets = report::targets(&medians);
+    let targets = report::targets(&medians, &all_rows);
     println!();
     print!("{}", report::table(&medians));
     println!();
@@ -436,6 +436,7 @@ async fn run_scenarios(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
     let mut check_server: Option<Result<CheckServer>> = None;
 
     for rep in 0..plan.repeat {
+        let first_of_round = rows.len();
         if plan.repeat > 1 {
             eprintln!("supervise-bench: round {} of {}", rep + 1, plan.repeat);
         }
@@ -475,6 +476,9 @@ async fn run_scenarios(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
                 };
                 rows.push(push(r, "check-pending", style.version()));
             }
+        }
+        for row in &mut rows[first_of_round..] {
+            row.extra.insert("round".into(), rep.into());
         }
     }
     drop(propose_server);
