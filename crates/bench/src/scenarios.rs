@@ -332,6 +332,7 @@ pub async fn baseline_http(ctx: &Ctx) -> Result<Row> {
 struct Held {
     status: Option<String>,
     id: Option<String>,
+    sent_ns: u64,
     at_ns: u64,
     error: Option<String>,
 }
@@ -350,16 +351,19 @@ async fn hold_calls(
     for (i, mut conn) in conns.into_iter().enumerate() {
         let (tool, args) = call(i);
         tasks.push(tokio::spawn(async move {
+            let sent_ns = sys::monotonic_ns();
             match conn.call_tool(tool, &args).await {
                 Ok(reply) => Held {
                     status: reply.status().map(str::to_string),
                     id: reply.field("proposal_id").map(str::to_string),
+                    sent_ns,
                     at_ns: sys::monotonic_ns(),
                     error: reply.status().is_none().then(|| reply.describe()),
                 },
                 Err(e) => Held {
                     status: None,
                     id: None,
+                    sent_ns,
                     at_ns: sys::monotonic_ns(),
                     error: Some(format!("{e:#}")),
                 },
@@ -435,6 +439,7 @@ pub async fn hold(ctx: &Ctx, style: Style, n: usize, grace_secs: u64) -> Result<
     let mut errors = 0u64;
     let mut first_error = None;
     let deadline = window + Duration::from_secs(30);
+    let window_ns = window.as_nanos() as u64;
     for t in tasks {
         let held = match tokio::time::timeout(deadline, t).await {
             Ok(Ok(h)) => h,
@@ -447,9 +452,20 @@ pub async fn hold(ctx: &Ctx, style: Style, n: usize, grace_secs: u64) -> Result<
             Some(id) if decided.contains(id) => "approved",
             _ => "pending",
         };
+        // A `pending` before the window closed means the call was never held (e.g. the
+        // server's --max-waiting budget was full).
+        let early =
+            held.at_ns.saturating_sub(held.sent_ns) < window_ns.saturating_sub(1_000_000_000);
         match held.status.as_deref() {
             Some(s) if s == want && s == "approved" => approved += 1,
-            Some(s) if s == want => pending += 1,
+            Some(s) if s == want && !early => pending += 1,
+            Some(s) if s == want => {
+                errors += 1;
+                if first_error.is_none() {
+                    first_error =
+                        Some("answered pending before its grace window closed: not held".into());
+                }
+            }
             other => {
                 errors += 1;
                 if first_error.is_none() {
