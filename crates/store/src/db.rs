@@ -387,6 +387,8 @@ impl Store {
         }
         if exists {
             probe(&path).await?;
+        } else {
+            create_private(&path)?;
         }
         let connect = SqliteConnectOptions::new()
             .filename(&path)
@@ -1190,6 +1192,25 @@ fn verdict_name(v: &Verdict) -> &'static str {
         Verdict::Approve => "approve",
         Verdict::Modify(_) => "modify",
         Verdict::Reject => "reject",
+    }
+}
+
+/// Creates an empty database file readable by its owner only: it holds every bottle's
+/// justifications and the operators' notes. SQLite gives the `-wal` and `-shm` files the
+/// same mode. (An existing file keeps the mode its owner chose.)
+fn create_private(path: &Path) -> StoreResult<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        // Another process (the CLI, a second server) created it a moment ago.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::Database(format!(
+            "cannot create {}: {e}",
+            path.display()
+        ))),
     }
 }
 

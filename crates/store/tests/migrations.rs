@@ -190,3 +190,18 @@ async fn schema_doc_matches_migrations() {
     }
     assert!(ran >= 6, "the doc's example queries were found");
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_new_database_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let db = TestDb::new();
+    let store = db.open().await;
+    let b = bottle(&store, "demo", "127.0.0.1").await;
+    created(&store, egress(&b, "a.example")).await;
+    let wal = db.path.with_extension("db-wal");
+    for path in [&db.path, &wal] {
+        let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{} is {mode:o}", path.display());
+    }
+}

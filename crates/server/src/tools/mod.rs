@@ -142,14 +142,18 @@ pub(crate) fn refuse_unknown(
     tool: &str,
 ) -> Result<(), Answer> {
     match args.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(extra) => Err(bad(
-            extra,
-            &format!(
-                "is not an argument of {tool} (expected: {})",
-                known.join(", ")
-            ),
-            tool,
-        )),
+        Some(extra) => {
+            let expected = if known.is_empty() {
+                "it takes no arguments".to_string()
+            } else {
+                format!("expected: {}", known.join(", "))
+            };
+            Err(bad(
+                extra,
+                &format!("is not an argument of {tool} ({expected})"),
+                tool,
+            ))
+        }
         None => Ok(()),
     }
 }
@@ -305,5 +309,18 @@ mod tests {
             let ok = parse(tool, json!({"proposal_id": " abc "}).as_object().unwrap());
             assert!(matches!(ok, Some(Ok(_))), "{tool}");
         }
+    }
+
+    #[test]
+    fn a_tool_without_arguments_says_so() {
+        let args = json!({"bottle": "other"});
+        let Some(Err(refused)) = parse(list_proposals::NAME, args.as_object().unwrap()) else {
+            panic!("list-proposals takes no arguments");
+        };
+        assert!(
+            refused.text.contains("(it takes no arguments)"),
+            "{}",
+            refused.text
+        );
     }
 }
