@@ -7,6 +7,7 @@
 //! outcome and every call waiting on it receives the same decision.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +21,9 @@ type Key = (i64, String);
 #[derive(Debug, Default)]
 pub struct Waiters {
     slots: Mutex<HashMap<Key, Arc<Slot>>>,
+    /// False while the watcher cannot read the change feed: waiters then look at the store
+    /// every [`RECHECK`] instead of sleeping until they are woken.
+    feed_failing: AtomicBool,
 }
 
 /// What the calls on one proposal share.
@@ -84,6 +88,20 @@ impl Waiters {
         self.len() == 0
     }
 
+    /// Wakes every waiting call (the feed failed or recovered: each looks at the store).
+    fn wake_all(&self) {
+        for slot in self.slots.lock().expect("not poisoned").values() {
+            slot.wake.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Records whether the change feed can be read, waking every waiter on a change.
+    pub fn set_feed_failing(&self, failing: bool) {
+        if self.feed_failing.swap(failing, Ordering::SeqCst) != failing {
+            self.wake_all();
+        }
+    }
+
     /// Wakes the calls waiting on this proposal, if any.
     pub fn wake(&self, bottle_id: i64, id: &str) {
         let slots = self.slots.lock().expect("not poisoned");
@@ -141,9 +159,14 @@ impl Waiters {
                     tracing::warn!(proposal = id, error = %e, "checking for a decision failed; will retry")
                 }
             }
-            // The feed wakes us; the periodic look only covers a feed that failed, and an
-            // expiry time passing without an event.
-            let recheck = (Instant::now() + RECHECK).min(deadline);
+            // The feed wakes us (decisions from any process, and expiries, which the sweep
+            // records as events). Only while the feed cannot be read do waiters poll the
+            // store, so 10,000 held calls cost no queries while they wait.
+            let recheck = if self.feed_failing.load(Ordering::SeqCst) {
+                (Instant::now() + RECHECK).min(deadline)
+            } else {
+                deadline
+            };
             tokio::select! {
                 changed = woken.changed() => { if changed.is_err() { return Waited::TimedOut; } }
                 () = tokio::time::sleep_until(recheck) => {
@@ -155,7 +178,7 @@ impl Waiters {
     }
 }
 
-/// How often a waiter looks at the store without being woken.
+/// How often a waiter looks at the store without being woken, while the feed is failing.
 const RECHECK: Duration = Duration::from_secs(1);
 
 impl Guard<'_> {
@@ -208,6 +231,7 @@ pub async fn watch_feed(
                     if failing {
                         tracing::info!("change feed readable again");
                         failing = false;
+                        waiters.set_feed_failing(false);
                     }
                     let full = events.len() == FEED_PAGE as usize;
                     for ev in events {
@@ -226,6 +250,7 @@ pub async fn watch_feed(
                     if !failing {
                         tracing::warn!(error = %e, "reading the change feed failed; waiters fall back to periodic checks");
                         failing = true;
+                        waiters.set_feed_failing(true);
                     }
                     break;
                 }
@@ -235,3 +260,64 @@ pub async fn watch_feed(
 }
 
 const FEED_PAGE: u32 = 1000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use supervise_store::{Kind, NewProposal, StoreOptions, Verdict};
+
+    async fn decided_without_wake(feed_failing: bool) -> (Waited, Duration) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("w.db"), StoreOptions::default())
+            .await
+            .unwrap();
+        let b = store
+            .add_bottle("demo", "127.0.0.1".parse().unwrap(), "test")
+            .await
+            .unwrap();
+        let p = store
+            .propose(NewProposal {
+                bottle_id: b.id,
+                kind: Kind::Egress,
+                change: json!({"host": "a.example"}),
+                justification: "test".into(),
+            })
+            .await
+            .unwrap()
+            .into_proposal();
+        let waiters = Arc::new(Waiters::default());
+        waiters.set_feed_failing(feed_failing);
+        let (_stop, stop_rx) = watch::channel(false);
+        let started = Instant::now();
+        let task = {
+            let (waiters, store, id) = (waiters.clone(), store.clone(), p.id.clone());
+            tokio::spawn(async move {
+                let deadline = Instant::now() + Duration::from_millis(2500);
+                waiters.wait(&store, b.id, &id, deadline, stop_rx).await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Decided, but nobody reads the feed: no wake reaches the waiter.
+        store
+            .decide(&p.id, Verdict::Approve, "op", None, None)
+            .await
+            .unwrap();
+        let waited = task.await.unwrap();
+        (waited, started.elapsed())
+    }
+
+    #[tokio::test]
+    async fn a_healthy_feed_means_no_polling_while_waiting() {
+        let (waited, took) = decided_without_wake(false).await;
+        assert!(matches!(waited, Waited::TimedOut), "{waited:?}");
+        assert!(took >= Duration::from_millis(2400), "{took:?}");
+    }
+
+    #[tokio::test]
+    async fn a_failing_feed_falls_back_to_looking_every_second() {
+        let (waited, took) = decided_without_wake(true).await;
+        assert!(matches!(waited, Waited::Delivered(_)), "{waited:?}");
+        assert!(took < Duration::from_millis(2400), "{took:?}");
+    }
+}
