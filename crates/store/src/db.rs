@@ -1243,7 +1243,17 @@ async fn probe(path: &Path) -> StoreResult<()> {
             }
             Err(e) => return Err(e.into()),
         };
-    let result = if tables.is_empty() {
+    // Only sqlx's bookkeeping table, still empty: another process is creating this database
+    // right now (its first migration is in flight). Treat the file as new; the migrator
+    // will find the work done or do it.
+    let being_created = tables
+        .iter()
+        .all(|t| t == "_sqlx_migrations" || t == "sqlite_sequence")
+        && sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM _sqlx_migrations")
+            .fetch_one(&mut conn)
+            .await
+            .map_or(true, |n| n == 0);
+    let result = if tables.is_empty() || being_created {
         Ok(())
     } else if !tables.iter().any(|t| t == "meta") || !tables.iter().any(|t| t == "_sqlx_migrations")
     {
