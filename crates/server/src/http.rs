@@ -225,7 +225,7 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<Full<B
             .status(StatusCode::ACCEPTED)
             .body(Full::new(Bytes::new()))
             .expect("static response"),
-        rpc::Reply::Json { status, body } => json_response(status, body.to_string()),
+        rpc::Reply::Json { status, body } => json_response(status, body),
     }
 }
 
@@ -363,12 +363,12 @@ pub fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Full<Bytes>
     json_response(status, body)
 }
 
-fn json_response(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::CACHE_CONTROL, "no-store")
-        .body(Full::new(Bytes::from(body)))
+        .body(Full::new(body.into()))
         .expect("static response")
 }
 

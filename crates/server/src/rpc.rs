@@ -26,8 +26,8 @@ use crate::methods::{Ctx, Method};
 pub enum Reply {
     /// 202, no body (notifications and responses).
     Accepted,
-    /// A JSON body with this status.
-    Json { status: StatusCode, body: Value },
+    /// A JSON body (already serialised, once) with this status.
+    Json { status: StatusCode, body: Vec<u8> },
 }
 
 /// Handles one POST body from `bottle`.
@@ -48,7 +48,7 @@ pub async fn handle(app: &App, bottle: &Bottle, headers: &HeaderMap, body: &[u8]
             let (status, response) = request(app, bottle, headers, req).await;
             Reply::Json {
                 status,
-                body: serde_json::to_value(response).expect("responses serialise"),
+                body: serde_json::to_vec(&response).expect("responses serialise"),
             }
         }
         Incoming::Batch(items) => batch(app, bottle, headers, items).await,
@@ -102,7 +102,7 @@ async fn batch(
     } else {
         Reply::Json {
             status: StatusCode::OK,
-            body: Value::Array(out),
+            body: serde_json::to_vec(&out).expect("serialise"),
         }
     }
 }
@@ -110,7 +110,7 @@ async fn batch(
 fn error_reply(status: StatusCode, e: ErrorResponse) -> Reply {
     Reply::Json {
         status,
-        body: serde_json::to_value(e).expect("errors serialise"),
+        body: serde_json::to_vec(&e).expect("errors serialise"),
     }
 }
 
