@@ -102,6 +102,48 @@ impl Waiters {
         }
     }
 
+    /// Delivers, in one store transaction, the outcomes of every waited-on proposal among
+    /// `keys` (a feed read's decisions and expiries), hands each to its slot, and wakes the
+    /// waiting calls, which then answer without touching the store. A slot a call is taking
+    /// from right now is left to that call. Keys nobody waits on are only woken (nothing).
+    pub async fn deliver_batch(&self, store: &Store, keys: Vec<Key>) {
+        let slots: Vec<(Key, Arc<Slot>)> = {
+            let map = self.slots.lock().expect("not poisoned");
+            keys.iter()
+                .filter_map(|k| map.get(k).map(|s| (k.clone(), s.clone())))
+                .collect()
+        };
+        // Hold each slot's outcome while the batch runs, so no call takes it meanwhile.
+        let mut held = Vec::new();
+        for (key, slot) in &slots {
+            if let Ok(taken) = slot.taken.try_lock()
+                && taken.is_none()
+                && !held.iter().any(|(k, _, _): &(&Key, _, _)| *k == key)
+            {
+                held.push((key, slot, taken));
+            }
+        }
+        if !held.is_empty() {
+            let items: Vec<Key> = held.iter().map(|(k, _, _)| (*k).clone()).collect();
+            match store.take_decisions(&items).await {
+                Ok(delivered) => {
+                    for ((_, _, taken), d) in held.iter_mut().zip(delivered) {
+                        if matches!(d, Delivery::Decided(_) | Delivery::Expired(_)) {
+                            **taken = Some(d);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "batch delivery failed; waiting calls will take their own")
+                }
+            }
+        }
+        drop(held);
+        for (b, id) in &keys {
+            self.wake(*b, id);
+        }
+    }
+
     /// Wakes the calls waiting on this proposal, if any.
     pub fn wake(&self, bottle_id: i64, id: &str) {
         let slots = self.slots.lock().expect("not poisoned");
@@ -234,14 +276,18 @@ pub async fn watch_feed(
                         waiters.set_feed_failing(false);
                     }
                     let full = events.len() == FEED_PAGE as usize;
+                    let mut outcomes = Vec::new();
                     for ev in events {
                         seq = ev.seq;
-                        if let (Some(bottle_id), Some(id)) =
-                            (ev.bottle_id, ev.proposal_id.as_deref())
-                        {
-                            waiters.wake(bottle_id, id);
+                        if let (Some(bottle_id), Some(id)) = (ev.bottle_id, ev.proposal_id) {
+                            if OUTCOMES.contains(&ev.event.as_str()) {
+                                outcomes.push((bottle_id, id));
+                            } else {
+                                waiters.wake(bottle_id, &id);
+                            }
                         }
                     }
+                    waiters.deliver_batch(&store, outcomes).await;
                     if !full {
                         break;
                     }
@@ -260,6 +306,9 @@ pub async fn watch_feed(
 }
 
 const FEED_PAGE: u32 = 1000;
+
+/// Feed events after which a waited-on proposal can be delivered.
+const OUTCOMES: [&str; 4] = ["approved", "modified", "rejected", "expired"];
 
 #[cfg(test)]
 mod tests {
@@ -305,6 +354,67 @@ mod tests {
             .unwrap();
         let waited = task.await.unwrap();
         (waited, started.elapsed())
+    }
+
+    #[tokio::test]
+    async fn one_batch_delivers_every_waited_on_decision_of_a_feed_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("b.db"), StoreOptions::default())
+            .await
+            .unwrap();
+        let b = store
+            .add_bottle("demo", "127.0.0.1".parse().unwrap(), "test")
+            .await
+            .unwrap();
+        let mut ids = Vec::new();
+        for host in ["a.example", "b.example", "c.example"] {
+            let p = store
+                .propose(NewProposal {
+                    bottle_id: b.id,
+                    kind: Kind::Egress,
+                    change: json!({ "host": host }),
+                    justification: "test".into(),
+                })
+                .await
+                .unwrap()
+                .into_proposal();
+            ids.push(p.id);
+        }
+        let waiters = Waiters::default();
+        let guards: Vec<_> = ids.iter().map(|id| waiters.register(b.id, id)).collect();
+        let cli = Store::open(store.path(), StoreOptions::default())
+            .await
+            .unwrap();
+        for id in &ids[..2] {
+            cli.decide(id, Verdict::Approve, "op", None, None)
+                .await
+                .unwrap();
+        }
+        let keys = ids.iter().map(|id| (b.id, id.clone())).collect();
+        waiters.deliver_batch(&store, keys).await;
+        // The two decided ones were archived by the batch and wait in their slots.
+        for (id, guard) in ids[..2].iter().zip(&guards) {
+            assert_eq!(
+                store.take_decision(b.id, id).await.unwrap(),
+                Delivery::Unknown
+            );
+            assert!(matches!(
+                guard.take(&store).await.unwrap(),
+                Delivery::Decided(_)
+            ));
+        }
+        assert!(matches!(
+            guards[2].take(&store).await.unwrap(),
+            Delivery::Pending(_)
+        ));
+        let delivered = store
+            .audit(None)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.event == "delivered")
+            .count();
+        assert_eq!(delivered, 2);
     }
 
     #[tokio::test]

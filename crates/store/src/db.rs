@@ -805,54 +805,29 @@ impl Store {
         }
         let mut w = self.write().await?;
         let now = clock::now();
-        let Some(mut p) = open_proposal_of(w.conn(), bottle_id, id, &now).await? else {
-            return Ok(Delivery::Unknown);
-        };
-        let actor = actor_bottle(&p.bottle);
-        if p.status == Status::Expired {
-            // Materialise an expiry the sweep has not reached yet.
-            let r = sqlx::query(
-                "UPDATE proposals SET status = 'expired' WHERE id = ? AND status = 'pending'",
-            )
-            .bind(id)
-            .execute(w.conn())
-            .await?;
-            if r.rows_affected() == 1 {
-                record_expired(w.conn(), &now, &p).await?;
-            }
-        }
-        sqlx::query("UPDATE proposals SET archived_at = ? WHERE id = ? AND archived_at IS NULL")
-            .bind(&now)
-            .bind(id)
-            .execute(w.conn())
-            .await?;
-        let change_text = p
-            .decision
-            .as_ref()
-            .and_then(|d| d.change.as_ref())
-            .map(Value::to_string);
-        record(
-            w.conn(),
-            &now,
-            NewEvent {
-                event: "delivered",
-                actor: &actor,
-                bottle_id: Some(bottle_id),
-                proposal_id: Some(id),
-                kind: Some(p.kind.as_str()),
-                change: change_text.as_deref(),
-                note: Some(p.status.as_str()),
-                ..Default::default()
-            },
-        )
-        .await?;
+        let d = deliver_in(w.conn(), bottle_id, id, &now).await?;
         w.commit().await?;
-        p.archived_at = Some(now);
-        tracing::info!(bottle = %p.bottle, proposal = %id, status = %p.status, "decision delivered");
-        Ok(match p.status {
-            Status::Expired => Delivery::Expired(p),
-            _ => Delivery::Decided(p),
-        })
+        log_delivery(&d);
+        Ok(d)
+    }
+
+    /// [`Store::take_decision`] for many proposals in one write transaction: the server's
+    /// watcher delivers every decision a feed read names at once, so a burst of decisions
+    /// costs one commit instead of one each. Results are in the order asked.
+    #[instrument(skip_all, fields(items = items.len()), err)]
+    pub async fn take_decisions(&self, items: &[(i64, String)]) -> StoreResult<Vec<Delivery>> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut w = self.write().await?;
+        let now = clock::now();
+        let mut out = Vec::with_capacity(items.len());
+        for (bottle_id, id) in items {
+            out.push(deliver_in(w.conn(), *bottle_id, id, &now).await?);
+        }
+        w.commit().await?;
+        out.iter().for_each(log_delivery);
+        Ok(out)
     }
 
     /// The agent withdraws its own undecided proposal; it is archived at once.
@@ -1386,6 +1361,71 @@ async fn resolve_id(conn: &mut SqliteConnection, id: &str) -> StoreResult<String
         [] => Err(StoreError::ProposalNotFound(id)),
         _ if hits.contains(&id) => Ok(id),
         _ => Err(StoreError::AmbiguousId(id)),
+    }
+}
+
+/// Inside a write transaction: delivers a decided (or expired) open proposal of the bottle
+/// (archives it and records `delivered`); a pending one is returned as is, anything else is
+/// `Unknown`.
+async fn deliver_in(
+    conn: &mut SqliteConnection,
+    bottle_id: i64,
+    id: &str,
+    now: &str,
+) -> sqlx::Result<Delivery> {
+    let Some(mut p) = open_proposal_of(conn, bottle_id, id, now).await? else {
+        return Ok(Delivery::Unknown);
+    };
+    if p.status == Status::Pending {
+        return Ok(Delivery::Pending(p));
+    }
+    if p.status == Status::Expired {
+        // Materialise an expiry the sweep has not reached yet.
+        let r = sqlx::query(
+            "UPDATE proposals SET status = 'expired' WHERE id = ? AND status = 'pending'",
+        )
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+        if r.rows_affected() == 1 {
+            record_expired(conn, now, &p).await?;
+        }
+    }
+    sqlx::query("UPDATE proposals SET archived_at = ? WHERE id = ? AND archived_at IS NULL")
+        .bind(now)
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    let change_text = p
+        .decision
+        .as_ref()
+        .and_then(|d| d.change.as_ref())
+        .map(Value::to_string);
+    record(
+        conn,
+        now,
+        NewEvent {
+            event: "delivered",
+            actor: &actor_bottle(&p.bottle),
+            bottle_id: Some(bottle_id),
+            proposal_id: Some(id),
+            kind: Some(p.kind.as_str()),
+            change: change_text.as_deref(),
+            note: Some(p.status.as_str()),
+            ..Default::default()
+        },
+    )
+    .await?;
+    p.archived_at = Some(now.to_string());
+    Ok(match p.status {
+        Status::Expired => Delivery::Expired(p),
+        _ => Delivery::Decided(p),
+    })
+}
+
+fn log_delivery(d: &Delivery) {
+    if let Delivery::Decided(p) | Delivery::Expired(p) = d {
+        tracing::info!(bottle = %p.bottle, proposal = %p.id, status = %p.status, "decision delivered");
     }
 }
 

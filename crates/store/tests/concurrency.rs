@@ -196,3 +196,57 @@ async fn concurrent_identical_proposals_coalesce() {
     assert_eq!(c["hits"], 32);
     assert_eq!(json!(c["pending"]), json!(1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn batch_delivery_races_single_polls_and_delivers_once() {
+    let db = TestDb::new();
+    let (server, cli) = two_pools(&db).await;
+    let b = bottle(&server, "demo", "127.0.0.1").await;
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        let id = created(&server, egress(&b, &format!("batch{i}.example"))).await;
+        if i % 3 != 0 {
+            cli.decide(&id, Verdict::Approve, "op", None, None)
+                .await
+                .unwrap();
+        }
+        ids.push(id);
+    }
+    let items: Vec<(i64, String)> = ids.iter().map(|id| (b.id, id.clone())).collect();
+    let batch = {
+        let server = server.clone();
+        let items = items.clone();
+        tokio::spawn(async move { server.take_decisions(&items).await })
+    };
+    let mut singles = Vec::new();
+    for id in &ids {
+        let (cli, id) = (cli.clone(), id.clone());
+        singles.push(tokio::spawn(
+            async move { cli.take_decision(b.id, &id).await },
+        ));
+    }
+    let batch = batch.await.unwrap().unwrap();
+    assert_eq!(batch.len(), ids.len(), "one result per item, in order");
+    let mut delivered = std::collections::HashMap::<String, usize>::new();
+    for (i, d) in batch.iter().enumerate() {
+        match d {
+            Delivery::Decided(p) => {
+                assert_eq!(p.id, ids[i], "results follow the order asked");
+                *delivered.entry(p.id.clone()).or_default() += 1;
+            }
+            Delivery::Pending(p) => assert_eq!(p.id, ids[i]),
+            Delivery::Unknown => {}
+            Delivery::Expired(_) => panic!("nothing expires here"),
+        }
+    }
+    for s in singles {
+        if let Delivery::Decided(p) = s.await.unwrap().unwrap() {
+            *delivered.entry(p.id).or_default() += 1;
+        }
+    }
+    assert_eq!(delivered.len(), 20, "every decided proposal delivered");
+    assert!(delivered.values().all(|&n| n == 1), "{delivered:?}");
+    let c = counts(&db.path).await;
+    assert_eq!(c["archived"], 20);
+    assert_eq!(c["pending"], 10);
+}
