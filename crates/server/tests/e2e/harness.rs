@@ -287,3 +287,31 @@ pub async fn post(
 pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
+
+/// A batch of `n` `tools/list` requests (revision 2025-03-26, the one with batches): a small
+/// body whose answer is several kilobytes per item.
+pub fn tools_list_batch(n: usize) -> String {
+    let item = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    format!("[{}]", vec![item; n].join(","))
+}
+
+/// A connection from `source` with a tiny receive buffer that sends `body` as one `POST /mcp`
+/// and never reads: the server's answer stops at the full socket buffers.
+pub fn non_reading_client(addr: SocketAddr, source: &str, body: &str) -> std::net::TcpStream {
+    use socket2::{Domain, Socket, Type};
+    use std::io::Write;
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+    socket.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+    let from: SocketAddr = format!("{source}:0").parse().unwrap();
+    socket.bind(&from.into()).expect("bind the source address");
+    socket.connect(&addr.into()).expect("connect");
+    let mut stream: std::net::TcpStream = socket.into();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).expect("send the head");
+    stream.write_all(body.as_bytes()).expect("send the body");
+    stream
+}
