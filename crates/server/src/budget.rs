@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 /// Counts of waiting calls, shared by every request.
 #[derive(Debug)]
-pub struct WaitBudget {
+pub(crate) struct WaitBudget {
     max_total: usize,
     max_per_bottle: usize,
     counts: Mutex<Counts>,
@@ -25,14 +25,14 @@ struct Counts {
 
 /// A waiting call's place; dropping it gives the place back.
 #[derive(Debug)]
-pub struct WaitPermit {
+pub(crate) struct WaitPermit {
     budget: Arc<WaitBudget>,
     bottle_id: i64,
 }
 
 /// Why a call may not wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Full {
+pub(crate) enum Full {
     /// `--max-waiting` calls are waiting on this server.
     Server(usize),
     /// `--max-waiting-per-bottle` calls of this bottle are waiting.
@@ -41,7 +41,7 @@ pub enum Full {
 
 impl WaitBudget {
     /// `0` means no limit.
-    pub fn new(max_total: usize, max_per_bottle: usize) -> Arc<WaitBudget> {
+    pub(crate) fn new(max_total: usize, max_per_bottle: usize) -> Arc<WaitBudget> {
         let unlimited = |n: usize| if n == 0 { usize::MAX } else { n };
         Arc::new(WaitBudget {
             max_total: unlimited(max_total),
@@ -51,7 +51,7 @@ impl WaitBudget {
     }
 
     /// Takes a place for a call of `bottle_id`, or says which limit is reached.
-    pub fn try_acquire(self: &Arc<Self>, bottle_id: i64) -> Result<WaitPermit, Full> {
+    pub(crate) fn try_acquire(self: &Arc<Self>, bottle_id: i64) -> Result<WaitPermit, Full> {
         let mut c = self.counts.lock().expect("not poisoned");
         if c.total >= self.max_total {
             return Err(Full::Server(self.max_total));
@@ -69,7 +69,8 @@ impl WaitBudget {
     }
 
     /// Calls waiting now.
-    pub fn waiting(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn waiting(&self) -> usize {
         self.counts.lock().expect("not poisoned").total
     }
 }

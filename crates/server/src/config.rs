@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Largest request body accepted on `POST /mcp`; larger ones get HTTP 413.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Everything [`crate::serve`] needs besides the listener and the store.
 #[derive(Debug, Clone)]

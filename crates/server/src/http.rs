@@ -22,12 +22,12 @@ use supervise_protocol::{ErrorCode, ErrorObject, ErrorResponse};
 use tokio::net::TcpListener;
 use tracing::Instrument;
 
-use crate::App;
+use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::rpc;
 
 /// Accepts connections until `shutdown` resolves; returns the handle that drains them.
-pub async fn accept_loop(
+pub(crate) async fn accept_loop(
     listener: TcpListener,
     app: Arc<App>,
     shutdown: impl Future<Output = ()>,
@@ -72,7 +72,7 @@ pub async fn accept_loop(
 
 /// Waits for open connections to finish their requests (idle keep-alive connections are
 /// closed at once), at most `timeout`.
-pub async fn drain(graceful: GracefulShutdown, timeout: Duration) {
+pub(crate) async fn drain(graceful: GracefulShutdown, timeout: Duration) {
     if tokio::time::timeout(timeout, graceful.shutdown())
         .await
         .is_err()
@@ -85,7 +85,7 @@ pub async fn drain(graceful: GracefulShutdown, timeout: Duration) {
 }
 
 /// The source address as attribution sees it: IPv4-mapped IPv6 becomes IPv4.
-pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6
             .to_ipv4_mapped()
@@ -358,7 +358,7 @@ fn too_large() -> Response<Full<Bytes>> {
 }
 
 /// An HTTP error with a JSON-RPC error body (`"id": null`).
-pub fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Full<Bytes>> {
+pub(crate) fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Full<Bytes>> {
     let body = serde_json::to_string(&ErrorResponse::new(None, error)).expect("serialisable");
     json_response(status, body)
 }
