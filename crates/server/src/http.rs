@@ -1,6 +1,7 @@
-//! The HTTP side: accepting connections, routing (`POST /mcp`, `GET /healthz`), the body
-//! limit, DNS-rebinding protection (Origin/Host), attribution by source address, and turning
-//! an [`rpc::Reply`] into a response.
+//! The HTTP side: accepting connections and their timeouts, the bounded drain at shutdown,
+//! routing (`POST /mcp`, `GET /healthz`), the body limit, DNS-rebinding protection
+//! (Origin/Host), attribution by source address, and turning an [`rpc::Reply`] into a
+//! response.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -25,8 +26,11 @@ use tracing::Instrument;
 use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::rpc;
+use crate::write_timeout::WriteTimeout;
 
-/// Accepts connections until `shutdown` resolves; returns the handle that drains them.
+/// Accepts connections until `shutdown` resolves; returns the handle that drains them. Each
+/// connection is also dropped outright once the app's shutdown is drained, whatever its
+/// client does.
 pub(crate) async fn accept_loop(
     listener: TcpListener,
     app: Arc<App>,
@@ -53,15 +57,22 @@ pub(crate) async fn accept_loop(
             let app = app_for_conn.clone();
             async move { Ok::<_, Infallible>(handle(app, peer, req).await) }
         });
+        let stream = WriteTimeout::new(stream, app.config.write_timeout);
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(app.config.header_read_timeout)
             .keep_alive(true)
             .serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
+        let shutdown = app.shutdown.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            tokio::select! {
+                ended = conn => if let Err(e) = ended {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                },
+                () = shutdown.drained() => {
+                    tracing::debug!(%peer, "connection dropped: the drain time is over");
+                }
             }
         });
     }
@@ -71,7 +82,7 @@ pub(crate) async fn accept_loop(
 }
 
 /// Waits for open connections to finish their requests (idle keep-alive connections are
-/// closed at once), at most `timeout`.
+/// closed at once), at most `timeout`; the caller then drops the rest.
 pub(crate) async fn drain(graceful: GracefulShutdown, timeout: Duration) {
     if tokio::time::timeout(timeout, graceful.shutdown())
         .await
@@ -79,7 +90,7 @@ pub(crate) async fn drain(graceful: GracefulShutdown, timeout: Duration) {
     {
         tracing::warn!(
             timeout_ms = timeout.as_millis() as u64,
-            "shutdown: some connections did not finish in time"
+            "shutdown: some connections did not finish in time; dropping them"
         );
     }
 }

@@ -2,8 +2,9 @@
 //! bottle by its source address and filing proposals in the store.
 //!
 //! Layout: [`serve`] is the entry point (`main.rs` only parses flags) and [`Config`] its
-//! settings. `app` holds the shared state and starts the background tasks; `shutdown` is the
-//! one signal they all stop on. `http` owns the connection: routing, body limit, timeouts,
+//! settings. `app` holds the shared state and starts the background tasks; `shutdown` is
+//! the one signal they all stop on. `http` owns the connection: routing, body limit,
+//! timeouts (`write_timeout` drops a client that does not read), the bounded drain,
 //! Origin/Host checks and attribution, then hands one JSON-RPC message to `rpc`, which
 //! decides the protocol era (handshake or per-request `_meta`), checks the 2026-07-28
 //! headers and dispatches to one module per method in `methods`. `tools/call` dispatches
@@ -30,6 +31,7 @@ mod rpc;
 mod shutdown;
 mod tools;
 mod waiters;
+mod write_timeout;
 mod writer;
 
 use std::future::Future;

@@ -296,7 +296,8 @@ pub fn tools_list_batch(n: usize) -> String {
 }
 
 /// A connection from `source` with a tiny receive buffer that sends `body` as one `POST /mcp`
-/// and never reads: the server's answer stops at the full socket buffers.
+/// and reads only the start of the answer: the rest stops at the full socket buffers.
+/// Returns once the answer has started (it is built before its first byte is sent).
 pub fn non_reading_client(addr: SocketAddr, source: &str, body: &str) -> std::net::TcpStream {
     use socket2::{Domain, Socket, Type};
     use std::io::Write;
@@ -313,5 +314,11 @@ pub fn non_reading_client(addr: SocketAddr, source: &str, body: &str) -> std::ne
     );
     stream.write_all(head.as_bytes()).expect("send the head");
     stream.write_all(body.as_bytes()).expect("send the body");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut start = [0u8; 12];
+    std::io::Read::read_exact(&mut stream, &mut start).expect("the answer starts");
+    assert_eq!(&start, b"HTTP/1.1 200");
     stream
 }

@@ -153,3 +153,18 @@ async fn sigterm_with_an_idle_keep_alive_connection_and_a_waiting_call_exits_0_i
     eprintln!("exited {took:?} after SIGTERM");
     drop(idle);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_a_client_that_never_reads_exits_0_within_the_drain_time() {
+    let mut server = Server::start(&[]);
+    let stalled = non_reading_client(server.addr, ALPHA, &tools_list_batch(2000));
+    // The answer has started and stops at the full socket buffers.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let stopped = Instant::now();
+    server.terminate();
+    let status = server.wait_exit(drain_time() + Duration::from_secs(1));
+    let took = stopped.elapsed();
+    assert_eq!(status.code(), Some(0), "{}", server.log());
+    eprintln!("exited {took:?} after SIGTERM");
+    drop(stalled);
+}
