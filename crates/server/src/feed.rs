@@ -134,9 +134,7 @@ impl Feed {
             }
         }
     }
-}
 
-impl Feed {
     /// Records the feed's health, telling subscribers only of a change; returns whether it
     /// changed.
     fn set_failing(&self, failing: bool) -> bool {

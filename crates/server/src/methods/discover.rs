@@ -3,7 +3,7 @@
 use serde_json::Value;
 use supervise_protocol::{CacheScope, DiscoverResult, ServerCapabilities};
 
-use super::{CACHE_TTL_MS, Ctx, INSTRUCTIONS};
+use super::ctx::{CACHE_TTL_MS, Ctx, INSTRUCTIONS};
 
 pub(crate) fn call(ctx: &Ctx<'_>) -> Value {
     let result = DiscoverResult::new(

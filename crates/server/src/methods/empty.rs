@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 use supervise_protocol::{ErrorCode, ErrorObject, ServerCapabilities};
 
-use super::{CACHE_TTL_MS, Ctx};
+use super::ctx::{CACHE_TTL_MS, Ctx};
 
 /// Adds the (empty) `prompts` and `resources` capabilities.
 pub(crate) fn declare(mut caps: ServerCapabilities) -> ServerCapabilities {

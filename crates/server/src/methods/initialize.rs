@@ -6,7 +6,7 @@ use supervise_protocol::{
     ErrorObject, InitializeParams, InitializeResult, methods, negotiate, parse_params,
 };
 
-use super::{Ctx, INSTRUCTIONS};
+use super::ctx::{Ctx, INSTRUCTIONS};
 
 pub(crate) fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value, ErrorObject> {
     let params: InitializeParams = parse_params(methods::INITIALIZE, params)?;

@@ -1,6 +1,7 @@
 //! One module per JSON-RPC method, each with `call(ctx, params)`; [`Method`] dispatches, and
 //! its explicit `Unknown` case becomes METHOD_NOT_FOUND.
 
+mod ctx;
 mod discover;
 mod empty;
 mod initialize;
@@ -8,26 +9,9 @@ mod ping;
 mod tools_call;
 mod tools_list;
 
+pub(crate) use ctx::Ctx;
 use serde_json::Value;
-use supervise_protocol::{ErrorObject, ModernMeta, ProtocolVersion, methods};
-use supervise_store::Bottle;
-
-use crate::app::App;
-
-/// What a method handler knows about its request.
-#[derive(Debug)]
-pub(crate) struct Ctx<'a> {
-    pub(crate) app: &'a App,
-    pub(crate) bottle: &'a Bottle,
-    /// The revision the request is served under.
-    pub(crate) version: ProtocolVersion,
-    /// The per-request metadata of a 2026-07-28 request.
-    #[expect(
-        dead_code,
-        reason = "no method reads the client's declared capabilities yet"
-    )]
-    pub(crate) modern: Option<ModernMeta>,
-}
+use supervise_protocol::{ErrorObject, methods};
 
 /// The methods served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,14 +70,3 @@ impl Method {
         }
     }
 }
-
-/// Guidance for the model, sent in `initialize` and `server/discover`.
-pub(crate) const INSTRUCTIONS: &str = "This server lets you ask a human operator for access your \
-sandbox does not have: propose-egress for a host/port, propose-git-push for a ref. A proposal \
-waits briefly for the operator; if the answer is `pending`, keep the proposal_id and poll \
-check-proposal later instead of proposing again. list-proposals shows your open proposals; \
-withdraw-proposal takes one back.";
-
-/// How long a `tools/list` or `server/discover` result may be cached (the tool set never
-/// changes while the server runs).
-pub(crate) const CACHE_TTL_MS: u64 = 3_600_000;

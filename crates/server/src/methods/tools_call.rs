@@ -4,7 +4,7 @@
 use serde_json::Value;
 use supervise_protocol::{CallToolParams, ErrorObject, methods, parse_params};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::tools;
 
 pub(crate) async fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value, ErrorObject> {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 use supervise_protocol::{CacheScope, ListToolsResult};
 
-use super::{CACHE_TTL_MS, Ctx};
+use super::ctx::{CACHE_TTL_MS, Ctx};
 use crate::tools;
 
 pub(crate) fn call(ctx: &Ctx<'_>) -> Value {
