@@ -11,7 +11,8 @@
 //!   typed params with readable `-32602` errors.
 //! - `classify`: [`parse_message`], which turns a raw body into [`Incoming`] or a ready
 //!   error response, by explicit checks on a `serde_json::Value` (no `untagged` enums, so
-//!   every refusal names its problem).
+//!   every refusal names its problem); batches are capped at [`MAX_BATCH_LEN`] while they
+//!   are read, and [`invalid_batch_error`] answers a batch of garbage once.
 //! - `version`: the protocol revisions served ([`ProtocolVersion`]), their feature
 //!   switches and [`negotiate`] for `initialize`.
 //! - `lifecycle`: `initialize` params and result, [`Implementation`], [`ServerCapabilities`].
@@ -34,7 +35,7 @@ mod modern;
 mod tools;
 mod version;
 
-pub use classify::{Incoming, Message, parse_message};
+pub use classify::{Incoming, MAX_BATCH_LEN, Message, invalid_batch_error, parse_message};
 pub use error::{Error, Result};
 pub use header::decode_header_value;
 pub use jsonrpc::{

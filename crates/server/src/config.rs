@@ -5,6 +5,14 @@ use std::time::Duration;
 /// Largest request body accepted on `POST /mcp`; larger ones get HTTP 413.
 pub(crate) const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// Largest answer to a JSON-RPC batch (2025-03-26), the same as the largest body: an item
+/// whose answer would pass it gets a short error instead (see `rpc::batch`). With at most
+/// [`supervise_protocol::MAX_BATCH_LEN`] (32) items per batch, each running concurrently,
+/// one request costs at most 32 items' work and ~1 MiB of answer (plus ~200 bytes and the
+/// echoed id for each item left out). A single message's answer is not capped: it is
+/// bounded by what that one call returns.
+pub const MAX_BATCH_ANSWER_BYTES: usize = 1024 * 1024;
+
 /// Everything [`crate::serve`] needs besides the listener and the store.
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -7,18 +7,22 @@
 //! `_meta` required, `resultType` on results, HTTP 400/404 on errors). Anything else is
 //! served in the handshake era at the revision in the `MCP-Protocol-Version` header
 //! (2025-03-26 when absent). Batches are accepted only for 2025-03-26, the one revision that
-//! has them, and their requests are answered one after the other.
+//! has them; their requests run concurrently and are answered in order, within the bounds
+//! [`batch`] lists.
 
+use futures_util::future::join_all;
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 use supervise_protocol::{
-    DEFAULT_WITHOUT_HEADER, ErrorCode, ErrorObject, ErrorResponse, Incoming, Message,
-    ProtocolVersion, Request, Response, SUPPORTED_VERSIONS, decode_header_value, header, methods,
-    modern_meta, modern_result, parse_message, requested_version,
+    DEFAULT_WITHOUT_HEADER, ErrorCode, ErrorObject, ErrorResponse, Incoming, MAX_BATCH_LEN,
+    Message, ProtocolVersion, Request, RequestId, Response, SUPPORTED_VERSIONS,
+    decode_header_value, header, invalid_batch_error, methods, modern_meta, modern_result,
+    parse_message, requested_version,
 };
 use supervise_store::Bottle;
 
 use crate::app::App;
+use crate::config::MAX_BATCH_ANSWER_BYTES;
 use crate::methods::{Ctx, Method};
 
 /// What to send back.
@@ -55,6 +59,18 @@ pub(crate) async fn handle(app: &App, bottle: &Bottle, headers: &HeaderMap, body
     }
 }
 
+/// Answers a 2025-03-26 batch (already at most [`MAX_BATCH_LEN`] items, see
+/// `parse_message`).
+///
+/// Bounds, so one request costs the server in proportion to its body:
+/// - a batch of garbage (no valid item) is one `-32600`, not one error per item;
+/// - the items run concurrently, in this request's task (JSON-RPC lets a server process a
+///   batch in any order), so a batch of proposal calls is answered within one grace window;
+///   each waiting item still takes its own place in `--max-waiting-per-bottle`. Answers keep
+///   the order of the items;
+/// - the answer is at most [`MAX_BATCH_ANSWER_BYTES`]: an answer that would pass it is
+///   replaced by a short `-32600` with its id that says to send that request on its own
+///   (it did run; proposals are idempotent, so sending it again is safe).
 async fn batch(
     app: &App,
     bottle: &Bottle,
@@ -73,38 +89,67 @@ async fn batch(
             ),
         );
     }
+    if let Some(e) = invalid_batch_error(&items) {
+        return error_reply(StatusCode::BAD_REQUEST, e);
+    }
     tracing::Span::current().record("rpc_method", "(batch)");
-    let mut out = Vec::new();
-    for item in items {
-        match item {
-            Err(e) => out.push(serde_json::to_value(e).expect("serialise")),
-            Ok(Message::Request(req)) => {
-                if modern_meta(req.params.as_ref()).is_some() {
-                    out.push(
-                        serde_json::to_value(Response::error(
-                            Some(req.id),
-                            ErrorObject::invalid_request(
-                                "a 2026-07-28 request cannot be part of a batch",
-                            ),
-                        ))
-                        .expect("serialise"),
-                    );
-                    continue;
-                }
-                let (_, response) = request(app, bottle, headers, req).await;
-                out.push(serde_json::to_value(response).expect("serialise"));
-            }
-            Ok(Message::Notification(_) | Message::Response(_)) => {}
+    debug_assert!(items.len() <= MAX_BATCH_LEN);
+    let answers = join_all(
+        items
+            .into_iter()
+            .map(|item| batch_item(app, bottle, headers, item)),
+    )
+    .await;
+    let mut body = vec![b'['];
+    for (id, answer) in answers.into_iter().flatten() {
+        if body.len() > 1 {
+            body.push(b',');
+        }
+        // +1 for the closing bracket.
+        if body.len() + answer.len() + 1 <= MAX_BATCH_ANSWER_BYTES {
+            body.extend_from_slice(&answer);
+        } else {
+            let left_out = ErrorResponse::new(
+                id,
+                ErrorObject::invalid_request(format!(
+                    "the answers to this batch passed {MAX_BATCH_ANSWER_BYTES} bytes, so this one was left out; the request did run: send it on its own to read its answer"
+                )),
+            );
+            serde_json::to_writer(&mut body, &left_out).expect("serialise");
         }
     }
-    if out.is_empty() {
+    if body.len() == 1 {
         Reply::Accepted
     } else {
+        body.push(b']');
         Reply::Json {
             status: StatusCode::OK,
-            body: serde_json::to_vec(&out).expect("serialise"),
+            body,
         }
     }
+}
+
+/// One batch item's answer, serialised, with the id it answers; `None` for a notification
+/// or a client response.
+async fn batch_item(
+    app: &App,
+    bottle: &Bottle,
+    headers: &HeaderMap,
+    item: Result<Message, ErrorResponse>,
+) -> Option<(Option<RequestId>, Vec<u8>)> {
+    let response = match item {
+        Err(e) => return Some((e.id.clone(), serde_json::to_vec(&e).expect("serialise"))),
+        Ok(Message::Notification(_) | Message::Response(_)) => return None,
+        Ok(Message::Request(req)) if modern_meta(req.params.as_ref()).is_some() => Response::error(
+            Some(req.id),
+            ErrorObject::invalid_request("a 2026-07-28 request cannot be part of a batch"),
+        ),
+        Ok(Message::Request(req)) => request(app, bottle, headers, req).await.1,
+    };
+    Some((
+        response.id.clone(),
+        serde_json::to_vec(&response).expect("serialise"),
+    ))
 }
 
 fn error_reply(status: StatusCode, e: ErrorResponse) -> Reply {

@@ -295,9 +295,14 @@ pub fn tools_list_batch(n: usize) -> String {
     format!("[{}]", vec![item; n].join(","))
 }
 
-/// A connection from `source` with a tiny receive buffer that sends `body` as one `POST /mcp`
-/// and reads only the start of the answer: the rest stops at the full socket buffers.
-/// Returns once the answer has started (it is built before its first byte is sent).
+/// How many pipelined requests [`non_reading_client`] sends: with a batch of 32 `tools/list`
+/// each, about 11 MB of answers, far more than the socket buffers hold.
+pub const STALLED_REQUESTS: usize = 100;
+
+/// A connection from `source` with a tiny receive buffer that sends `body` as
+/// [`STALLED_REQUESTS`] pipelined `POST /mcp` requests and reads only the start of the first
+/// answer: the rest stops at the full socket buffers. Returns once the answer has started (it
+/// is built before its first byte is sent).
 pub fn non_reading_client(addr: SocketAddr, source: &str, body: &str) -> std::net::TcpStream {
     use socket2::{Domain, Socket, Type};
     use std::io::Write;
@@ -312,8 +317,10 @@ pub fn non_reading_client(addr: SocketAddr, source: &str, body: &str) -> std::ne
          Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
-    stream.write_all(head.as_bytes()).expect("send the head");
-    stream.write_all(body.as_bytes()).expect("send the body");
+    let one = format!("{head}{body}");
+    stream
+        .write_all(one.repeat(STALLED_REQUESTS).as_bytes())
+        .expect("send the requests");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();

@@ -101,7 +101,7 @@ async fn a_client_that_never_reads_its_answer_is_dropped_after_the_write_timeout
     let mut stalled = crate::harness::non_reading_client(
         server.addr,
         crate::harness::ALPHA,
-        &crate::harness::tools_list_batch(2000),
+        &crate::harness::tools_list_batch(32),
     );
     // The answer fills the socket buffers, then nothing moves for longer than the timeout.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -120,8 +120,13 @@ async fn a_client_that_never_reads_its_answer_is_dropped_after_the_write_timeout
         assert_ne!(e.kind(), std::io::ErrorKind::WouldBlock, "still open: {e}");
         assert_ne!(e.kind(), std::io::ErrorKind::TimedOut, "still open: {e}");
     }
+    // The first status line was read before; count the answers that started after it.
     let text = String::from_utf8_lossy(&buf);
-    assert!(!text.trim_end().ends_with(']'), "the whole answer arrived");
+    let answers = 1 + text.matches("HTTP/1.1 200").count();
+    assert!(
+        answers < crate::harness::STALLED_REQUESTS,
+        "all {answers} answers arrived"
+    );
     eprintln!(
         "got {} bytes before the server dropped the connection",
         buf.len()
@@ -144,8 +149,11 @@ async fn serve_returns_within_the_drain_time_even_if_a_client_never_reads() {
     let stalled = crate::harness::non_reading_client(
         server.addr,
         crate::harness::ALPHA,
-        &crate::harness::tools_list_batch(2000),
+        &crate::harness::tools_list_batch(32),
     );
+    // The server answers the pipelined requests until the socket buffers are full and one
+    // answer is stuck half-written.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let started = Instant::now();
     server.stop.send(()).unwrap();
     tokio::time::timeout(drain + Duration::from_secs(1), server.task)

@@ -2,6 +2,7 @@
 //! streamable HTTP client) for the agent's side, raw HTTP for the error cases, and a second
 //! `Store` on the same file standing in for the operator's CLI.
 
+mod batches;
 mod harness;
 mod in_process;
 mod protocol;
