@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use supervise_store::{Delivery, Store, StoreResult};
+use supervise_store::{BottleId, Delivery, EventKind, Store, StoreResult};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-type Key = (i64, String);
+type Key = (BottleId, String);
 
 /// The registry of waited-on proposals.
 #[derive(Debug, Default)]
@@ -57,7 +57,7 @@ pub enum Waited {
 impl Waiters {
     /// Registers interest in a proposal. Register before the first look at the store, so a
     /// decision landing between the look and the wait is not missed.
-    pub fn register(&self, bottle_id: i64, id: &str) -> Guard<'_> {
+    pub fn register(&self, bottle_id: BottleId, id: &str) -> Guard<'_> {
         let key = (bottle_id, id.to_owned());
         let slot = self
             .slots
@@ -145,7 +145,7 @@ impl Waiters {
     }
 
     /// Wakes the calls waiting on this proposal, if any.
-    pub fn wake(&self, bottle_id: i64, id: &str) {
+    pub fn wake(&self, bottle_id: BottleId, id: &str) {
         let slots = self.slots.lock().expect("not poisoned");
         if let Some(slot) = slots.get(&(bottle_id, id.to_owned())) {
             slot.wake.send_modify(|n| *n += 1);
@@ -156,7 +156,12 @@ impl Waiters {
     /// one gets the decision, and hands what it took to the calls waiting on the same
     /// proposal, which receive it too. A decision the waiting calls already took was
     /// archived then: the poll finds nothing, as it would in the store.
-    pub async fn poll(&self, store: &Store, bottle_id: i64, id: &str) -> StoreResult<Delivery> {
+    pub async fn poll(
+        &self,
+        store: &Store,
+        bottle_id: BottleId,
+        id: &str,
+    ) -> StoreResult<Delivery> {
         let slot = self
             .slots
             .lock()
@@ -183,7 +188,7 @@ impl Waiters {
     pub async fn wait(
         &self,
         store: &Store,
-        bottle_id: i64,
+        bottle_id: BottleId,
         id: &str,
         deadline: Instant,
         mut shutdown: watch::Receiver<bool>,
@@ -280,8 +285,8 @@ pub async fn watch_feed(
                     for ev in events {
                         seq = ev.seq;
                         if let (Some(bottle_id), Some(id)) = (ev.bottle_id, ev.proposal_id) {
-                            if OUTCOMES.contains(&ev.event.as_str()) {
-                                outcomes.push((bottle_id, id));
+                            if OUTCOMES.contains(&ev.event) {
+                                outcomes.push((bottle_id, String::from(id)));
                             } else {
                                 waiters.wake(bottle_id, &id);
                             }
@@ -308,7 +313,12 @@ pub async fn watch_feed(
 const FEED_PAGE: u32 = 1000;
 
 /// Feed events after which a waited-on proposal can be delivered.
-const OUTCOMES: [&str; 4] = ["approved", "modified", "rejected", "expired"];
+const OUTCOMES: [EventKind; 4] = [
+    EventKind::Approved,
+    EventKind::Modified,
+    EventKind::Rejected,
+    EventKind::Expired,
+];
 
 #[cfg(test)]
 mod tests {
@@ -378,7 +388,7 @@ mod tests {
                 .await
                 .unwrap()
                 .into_proposal();
-            ids.push(p.id);
+            ids.push(String::from(p.id));
         }
         let waiters = Waiters::default();
         let guards: Vec<_> = ids.iter().map(|id| waiters.register(b.id, id)).collect();
@@ -414,7 +424,7 @@ mod tests {
             .await
             .unwrap()
             .into_iter()
-            .filter(|e| e.event == "delivered")
+            .filter(|e| e.event == EventKind::Delivered)
             .count();
         assert_eq!(delivered, 2);
     }
