@@ -393,22 +393,45 @@ async fn auto_reject(
 }
 
 /// Whether the bottle has fewer than `limit` undecided proposals that are not past their
-/// expiry.
+/// expiry. One primary-key read of the count the triggers keep (`bottles.pending_count`);
+/// only at the cap are the bottle's due proposals expired (through an index, so the cost is
+/// what expires, not what waits) and the count read again.
 async fn has_room(
     conn: &mut SqliteConnection,
     bottle_id: BottleId,
     limit: u32,
     now: &Timestamp,
 ) -> StoreResult<bool> {
-    let open: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM proposals WHERE bottle_id = ? AND archived_at IS NULL \
-         AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?)",
-    )
+    let pending = pending_count(conn, bottle_id).await?;
+    if pending < i64::from(limit) {
+        return Ok(true);
+    }
+    let due: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.status = 'pending' \
+         AND p.expires_at IS NOT NULL AND p.expires_at <= ?"
+    )))
     .bind(bottle_id.get())
     .bind(now.as_str())
-    .fetch_one(&mut *conn)
+    .fetch_all(&mut *conn)
     .await?;
-    Ok(open < i64::from(limit))
+    if due.is_empty() {
+        return Ok(false);
+    }
+    for row in due {
+        let p = row.at(now)?;
+        expire_in(conn, now, &p).await?;
+        tracing::info!(bottle = %p.bottle, proposal = %p.id, "proposal expired");
+    }
+    Ok(pending_count(conn, bottle_id).await? < i64::from(limit))
+}
+
+async fn pending_count(conn: &mut SqliteConnection, bottle_id: BottleId) -> StoreResult<i64> {
+    Ok(
+        sqlx::query_scalar("SELECT pending_count FROM bottles WHERE id = ?")
+            .bind(bottle_id.get())
+            .fetch_one(&mut *conn)
+            .await?,
+    )
 }
 
 /// Inserts a new pending proposal and records `proposed`.

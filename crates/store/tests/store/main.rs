@@ -9,3 +9,4 @@ mod corrupt;
 mod crash;
 mod lifecycle;
 mod migrations;
+mod pending_cap;
