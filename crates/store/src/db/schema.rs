@@ -12,21 +12,32 @@ use crate::error::{StoreError, StoreResult};
 
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
 
-/// Applies the migrations this build knows.
+/// Applies the migrations this build knows. SQLite's migrator takes no lock, so another
+/// process may be migrating the same file at the same moment: a migration that fails
+/// because the other process applied it first is not an error. Each retry starts after
+/// whatever the other process has committed, until the schema is current or a retry fails
+/// with the schema still behind.
 pub(super) async fn migrate(pool: &SqlitePool) -> StoreResult<()> {
-    if let Err(first) = MIGRATOR.run(pool).await {
-        // Another process may have been migrating the same file at the same moment
-        // (SQLite's migrator takes no lock): accept its work if the schema is now current.
+    const ATTEMPTS: usize = 20;
+    let mut attempt = 0;
+    loop {
+        let Err(err) = MIGRATOR.run(pool).await else {
+            return Ok(());
+        };
         let applied: Option<i64> =
             sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
                 .fetch_one(pool)
                 .await
                 .unwrap_or(None);
-        if applied != Some(known_version()) {
-            return Err(first.into());
+        if applied == Some(known_version()) {
+            return Ok(());
         }
+        attempt += 1;
+        if attempt == ATTEMPTS {
+            return Err(err.into());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
-    Ok(())
 }
 
 /// Creates an empty database file readable by its owner only: it holds every bottle's
