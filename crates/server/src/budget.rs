@@ -9,6 +9,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use supervise_store::BottleId;
+
 /// Counts of waiting calls, shared by every request.
 #[derive(Debug)]
 pub(crate) struct WaitBudget {
@@ -20,14 +22,14 @@ pub(crate) struct WaitBudget {
 #[derive(Debug, Default)]
 struct Counts {
     total: usize,
-    per_bottle: HashMap<i64, usize>,
+    per_bottle: HashMap<BottleId, usize>,
 }
 
 /// A waiting call's place; dropping it gives the place back.
 #[derive(Debug)]
 pub(crate) struct WaitPermit {
     budget: Arc<WaitBudget>,
-    bottle_id: i64,
+    bottle_id: BottleId,
 }
 
 /// Why a call may not wait.
@@ -51,7 +53,7 @@ impl WaitBudget {
     }
 
     /// Takes a place for a call of `bottle_id`, or says which limit is reached.
-    pub(crate) fn try_acquire(self: &Arc<Self>, bottle_id: i64) -> Result<WaitPermit, Full> {
+    pub(crate) fn try_acquire(self: &Arc<Self>, bottle_id: BottleId) -> Result<WaitPermit, Full> {
         let mut c = self.counts.lock().expect("not poisoned");
         if c.total >= self.max_total {
             return Err(Full::Server(self.max_total));
@@ -95,21 +97,29 @@ mod tests {
     #[test]
     fn limits_hold_and_places_come_back() {
         let b = WaitBudget::new(3, 2);
-        let a1 = b.try_acquire(1).unwrap();
-        let _a2 = b.try_acquire(1).unwrap();
-        assert_eq!(b.try_acquire(1).unwrap_err(), Full::Bottle(2));
-        let _b1 = b.try_acquire(2).unwrap();
-        assert_eq!(b.try_acquire(3).unwrap_err(), Full::Server(3));
+        let a1 = b.try_acquire(BottleId::from_row(1)).unwrap();
+        let _a2 = b.try_acquire(BottleId::from_row(1)).unwrap();
+        assert_eq!(
+            b.try_acquire(BottleId::from_row(1)).unwrap_err(),
+            Full::Bottle(2)
+        );
+        let _b1 = b.try_acquire(BottleId::from_row(2)).unwrap();
+        assert_eq!(
+            b.try_acquire(BottleId::from_row(3)).unwrap_err(),
+            Full::Server(3)
+        );
         drop(a1);
         assert_eq!(b.waiting(), 2);
-        let _a3 = b.try_acquire(1).unwrap();
+        let _a3 = b.try_acquire(BottleId::from_row(1)).unwrap();
         assert_eq!(b.waiting(), 3);
     }
 
     #[test]
     fn zero_is_unlimited() {
         let b = WaitBudget::new(0, 0);
-        let permits: Vec<_> = (0..1000).map(|i| b.try_acquire(i % 3).unwrap()).collect();
+        let permits: Vec<_> = (0..1000)
+            .map(|i| b.try_acquire(BottleId::from_row(i % 3)).unwrap())
+            .collect();
         assert_eq!(b.waiting(), 1000);
         drop(permits);
         assert_eq!(b.waiting(), 0);

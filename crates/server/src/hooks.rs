@@ -95,7 +95,7 @@ async fn run_one(config: &HookConfig, ev: &Event) {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(&config.command)
-        .env("SUPERVISE_EVENT", &ev.event)
+        .env("SUPERVISE_EVENT", ev.event.as_str())
         .env(
             "SUPERVISE_PROPOSAL_ID",
             ev.proposal_id.as_deref().unwrap_or(""),
@@ -186,9 +186,9 @@ fn kill_group(_pid: u32) {}
 mod tests {
     use super::*;
     use std::time::Instant;
-    use supervise_store::{Kind, NewProposal, Store, StoreOptions, Verdict};
+    use supervise_store::{BottleId, Kind, NewProposal, Store, StoreOptions, Verdict};
 
-    async fn store_with_bottle(dir: &std::path::Path) -> (Store, i64) {
+    async fn store_with_bottle(dir: &std::path::Path) -> (Store, BottleId) {
         let store = Store::open(dir.join("s.db"), StoreOptions::default())
             .await
             .unwrap();
@@ -199,7 +199,7 @@ mod tests {
         (store, b.id)
     }
 
-    fn proposal(bottle_id: i64, host: &str) -> NewProposal {
+    fn proposal(bottle_id: BottleId, host: &str) -> NewProposal {
         NewProposal {
             bottle_id,
             kind: Kind::Egress,

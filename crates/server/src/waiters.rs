@@ -11,14 +11,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use supervise_store::{Delivery, Store, StoreResult};
+use supervise_store::{BottleId, Delivery, EventKind, Store, StoreResult};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::feed::{Subscription, Update};
 use crate::shutdown::Shutdown;
 
-type Key = (i64, String);
+type Key = (BottleId, String);
 
 /// The registry of waited-on proposals.
 #[derive(Debug, Default)]
@@ -66,7 +66,7 @@ pub(crate) enum Waited {
 impl Waiters {
     /// Registers interest in a proposal. Register before the first look at the store, so a
     /// decision landing between the look and the wait is not missed.
-    pub(crate) fn register(&self, bottle_id: i64, id: &str) -> Guard<'_> {
+    pub(crate) fn register(&self, bottle_id: BottleId, id: &str) -> Guard<'_> {
         let key = (bottle_id, id.to_owned());
         let slot = self
             .slots
@@ -144,7 +144,7 @@ impl Waiters {
     }
 
     /// Wakes the calls waiting on this proposal, if any.
-    pub(crate) fn wake(&self, bottle_id: i64, id: &str) {
+    pub(crate) fn wake(&self, bottle_id: BottleId, id: &str) {
         let slots = self.slots.lock().expect("not poisoned");
         if let Some(slot) = slots.get(&(bottle_id, id.to_owned())) {
             slot.wake.send_modify(|n| *n += 1);
@@ -158,7 +158,7 @@ impl Waiters {
     pub(crate) async fn poll(
         &self,
         store: &Store,
-        bottle_id: i64,
+        bottle_id: BottleId,
         id: &str,
     ) -> StoreResult<Delivery> {
         let slot = self
@@ -187,7 +187,7 @@ impl Waiters {
     pub(crate) async fn wait(
         &self,
         store: &Store,
-        bottle_id: i64,
+        bottle_id: BottleId,
         id: &str,
         deadline: Instant,
         shutdown: &Shutdown,
@@ -279,8 +279,8 @@ pub(crate) async fn watch_feed(
                 let mut outcomes = Vec::new();
                 for ev in events.iter() {
                     if let (Some(bottle_id), Some(id)) = (ev.bottle_id, &ev.proposal_id) {
-                        if OUTCOMES.contains(&ev.event.as_str()) {
-                            outcomes.push((bottle_id, id.clone()));
+                        if OUTCOMES.contains(&ev.event) {
+                            outcomes.push((bottle_id, String::from(id.clone())));
                         } else {
                             waiters.wake(bottle_id, id);
                         }
@@ -293,7 +293,12 @@ pub(crate) async fn watch_feed(
 }
 
 /// Feed events after which a waited-on proposal can be delivered.
-const OUTCOMES: [&str; 4] = ["approved", "modified", "rejected", "expired"];
+const OUTCOMES: [EventKind; 4] = [
+    EventKind::Approved,
+    EventKind::Modified,
+    EventKind::Rejected,
+    EventKind::Expired,
+];
 
 #[cfg(test)]
 mod tests {
@@ -363,7 +368,7 @@ mod tests {
                 .await
                 .unwrap()
                 .into_proposal();
-            ids.push(p.id);
+            ids.push(String::from(p.id));
         }
         let waiters = Waiters::default();
         let guards: Vec<_> = ids.iter().map(|id| waiters.register(b.id, id)).collect();
@@ -399,7 +404,7 @@ mod tests {
             .await
             .unwrap()
             .into_iter()
-            .filter(|e| e.event == "delivered")
+            .filter(|e| e.event == EventKind::Delivered)
             .count();
         assert_eq!(delivered, 2);
     }

@@ -240,7 +240,7 @@ pub async fn wait_pending(store: &Store, n: usize) -> Vec<String> {
             .await
             .unwrap();
         if list.len() >= n {
-            return list.into_iter().map(|p| p.id).collect();
+            return list.into_iter().map(|p| p.id.into()).collect();
         }
         assert!(
             start.elapsed() < Duration::from_secs(10),
