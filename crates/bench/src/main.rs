@@ -34,16 +34,21 @@ use crate::client::Style;
 use crate::scenarios::{Ctx, External, Under};
 use crate::stats::Row;
 
-const ALL_SCENARIOS: [&str; 8] = [
+const ALL_SCENARIOS: [&str; 9] = [
     "baseline-sqlite",
     "baseline-http",
     "propose",
+    "propose-capped",
     "check-pending",
     "list",
     "deliver",
     "hold",
     "wake",
 ];
+
+/// The pending cap of the `propose-capped` server: far above what a run files, so every
+/// proposal is accepted and only the cost of checking the cap shows.
+const PROPOSE_CAP: u64 = 100_000_000;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -101,7 +106,7 @@ struct RunArgs {
     #[arg(long)]
     quick: bool,
     /// Scenarios to run (comma-separated or repeated): baseline-sqlite, baseline-http,
-    /// propose, check-pending, list, deliver, hold, wake.
+    /// propose, propose-capped, check-pending, list, deliver, hold, wake.
     #[arg(long, value_delimiter = ',')]
     scenario: Vec<String>,
     /// Protocol era the load generator speaks.
@@ -433,6 +438,7 @@ async fn run_scenarios(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
 
     // Servers shared by the repeated scenarios, started on first use.
     let mut propose_server: Option<Result<Under>> = None;
+    let mut capped_server: Option<Result<Under>> = None;
     let mut check_server: Option<Result<CheckServer>> = None;
 
     for rep in 0..plan.repeat {
@@ -455,12 +461,28 @@ async fn run_scenarios(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
             for &style in &plan.styles {
                 let r = match propose_server.as_ref().expect("started") {
                     Ok(u) => {
-                        scenarios::propose(ctx, u, style, &format!("r{rep}{}", style_tag(style)))
-                            .await
+                        let tag = format!("r{rep}{}", style_tag(style));
+                        scenarios::propose(ctx, u, style, &tag, "propose").await
                     }
                     Err(e) => Err(anyhow::anyhow!("{e:#}")),
                 };
                 rows.push(push(r, "propose", style.version()));
+            }
+        }
+        if want("propose-capped") {
+            if capped_server.is_none() {
+                capped_server =
+                    Some(Under::start_capped(ctx, "propose-capped", 0, PROPOSE_CAP).await);
+            }
+            for &style in &plan.styles {
+                let r = match capped_server.as_ref().expect("started") {
+                    Ok(u) => {
+                        let tag = format!("r{rep}{}", style_tag(style));
+                        scenarios::propose(ctx, u, style, &tag, "propose-capped").await
+                    }
+                    Err(e) => Err(anyhow::anyhow!("{e:#}")),
+                };
+                rows.push(push(r, "propose-capped", style.version()));
             }
         }
         if (want("check-pending") || want("list") || want("deliver")) && check_server.is_none() {
@@ -482,6 +504,7 @@ async fn run_scenarios(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
         }
     }
     drop(propose_server);
+    drop(capped_server);
 
     if let Some(Ok((under, ids))) = &check_server {
         if want("list") {

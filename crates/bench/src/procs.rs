@@ -151,6 +151,8 @@ pub struct ServerSpec {
     pub grace_secs: u64,
     pub bottles: Vec<(String, Ipv4Addr)>,
     pub cpu: Option<usize>,
+    /// `--max-pending-per-bottle` (0: no cap).
+    pub max_pending_per_bottle: u64,
     /// `SUPERVISE_LOG` filter for the child.
     pub log_filter: String,
 }
@@ -174,9 +176,10 @@ impl Server {
             addr.to_string(),
             "--grace".into(),
             spec.grace_secs.to_string(),
-            // The bench files thousands of proposals per bottle and never repeats a change.
+            // The bench files thousands of proposals per bottle and never repeats a change:
+            // no cap, unless the scenario measures the cap's own cost.
             "--max-pending-per-bottle".into(),
-            "0".into(),
+            spec.max_pending_per_bottle.to_string(),
         ];
         for (slug, ip) in &spec.bottles {
             args.push("--bottle".into());

@@ -57,6 +57,11 @@ pub struct Under {
 impl Under {
     /// Starts a fresh server on `NAME.db` with this grace window (or wraps `--url`).
     pub async fn start(ctx: &Ctx, name: &str, grace_secs: u64) -> Result<Under> {
+        Under::start_capped(ctx, name, grace_secs, 0).await
+    }
+
+    /// [`Under::start`] with `--max-pending-per-bottle CAP` (0: no cap).
+    pub async fn start_capped(ctx: &Ctx, name: &str, grace_secs: u64, cap: u64) -> Result<Under> {
         if let Some(ext) = &ctx.external {
             return Ok(Under {
                 target: Target::new(ext.addr),
@@ -76,6 +81,7 @@ impl Under {
             grace_secs,
             bottles: ctx.bottles.clone(),
             cpu: ctx.server_cpu,
+            max_pending_per_bottle: cap,
             log_filter: ctx.log_filter.clone(),
         };
         let server = Server::start(&spec, ctx.dir.join(format!("{name}.log"))).await?;
@@ -103,8 +109,16 @@ fn check_args(id: &str) -> String {
 }
 
 /// `propose`: every call files a new proposal (distinct hosts) and, with grace 0, is
-/// answered `pending` once it is durable.
-pub async fn propose(ctx: &Ctx, under: &Under, style: Style, tag: &str) -> Result<Row> {
+/// answered `pending` once it is durable. `scenario` names the row: `propose` runs on a
+/// server without a pending cap, `propose-capped` on one with a cap too high to reach, so
+/// the two rows show what checking the cap costs as the proposals waiting pile up.
+pub async fn propose(
+    ctx: &Ctx,
+    under: &Under,
+    style: Style,
+    tag: &str,
+    scenario: &str,
+) -> Result<Row> {
     let conns = load::open_conns(
         &under.target,
         ctx.connections,
@@ -131,7 +145,7 @@ pub async fn propose(ctx: &Ctx, under: &Under, style: Style, tag: &str) -> Resul
         },
     )
     .await;
-    Ok(out.row("propose", style.version(), ctx.connections))
+    Ok(out.row(scenario, style.version(), ctx.connections))
 }
 
 /// Files `per_conn` proposals from each of `n` connections (the i-th from bottle

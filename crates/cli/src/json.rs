@@ -4,12 +4,14 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use supervise_store::{Bottle, Event, Grant, Proposal, clock};
+use supervise_store::{
+    Bottle, Event, EventKind, Flag, Grant, GrantId, Kind, Proposal, ProposalId, Timestamp,
+};
 
 #[derive(Debug, Serialize)]
 pub struct ProposalView {
     /// The full proposal id (what SPEC's tools call `proposal_id`).
-    pub id: String,
+    pub id: ProposalId,
     pub bottle: String,
     pub kind: &'static str,
     pub status: &'static str,
@@ -17,13 +19,13 @@ pub struct ProposalView {
     pub change: Value,
     pub justification: String,
     /// Risk flags, short names, empty when none.
-    pub flags: Vec<String>,
+    pub flags: Vec<Flag>,
     /// Times the change was asked for (1 + repeats).
     pub hits: i64,
-    pub created_at: String,
-    pub expires_at: Option<String>,
+    pub created_at: Timestamp,
+    pub expires_at: Option<Timestamp>,
     pub decision: Option<DecisionView>,
-    pub archived_at: Option<String>,
+    pub archived_at: Option<Timestamp>,
 }
 
 #[derive(Debug, Serialize)]
@@ -32,7 +34,7 @@ pub struct DecisionView {
     pub change: Option<Value>,
     pub note: Option<String>,
     pub decided_by: String,
-    pub decided_at: String,
+    pub decided_at: Timestamp,
 }
 
 impl From<&Proposal> for ProposalView {
@@ -76,14 +78,14 @@ pub struct ProposalDetail {
 #[derive(Debug, Serialize)]
 pub struct EventView {
     pub seq: i64,
-    pub at: String,
-    pub event: String,
+    pub at: Timestamp,
+    pub event: EventKind,
     /// `bottle:SLUG`, `operator:NAME` or `system`.
     pub actor: String,
     pub bottle: Option<String>,
-    pub proposal_id: Option<String>,
-    pub grant_id: Option<String>,
-    pub kind: Option<String>,
+    pub proposal_id: Option<ProposalId>,
+    pub grant_id: Option<GrantId>,
+    pub kind: Option<Kind>,
     pub change: Option<Value>,
     pub note: Option<String>,
 }
@@ -93,12 +95,12 @@ impl From<&Event> for EventView {
         EventView {
             seq: e.seq,
             at: e.at.clone(),
-            event: e.event.clone(),
+            event: e.event,
             actor: e.actor.clone(),
             bottle: e.bottle.clone(),
             proposal_id: e.proposal_id.clone(),
             grant_id: e.grant_id.clone(),
-            kind: e.kind.clone(),
+            kind: e.kind,
             change: e.change.clone(),
             note: e.note.clone(),
         }
@@ -113,15 +115,15 @@ pub struct EventList {
 
 #[derive(Debug, Serialize)]
 pub struct GrantView {
-    pub id: String,
+    pub id: GrantId,
     pub bottle: String,
-    pub proposal_id: String,
+    pub proposal_id: ProposalId,
     pub kind: &'static str,
     pub change: Value,
     pub granted_by: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// `null`: until revoked.
-    pub expires_at: Option<String>,
+    pub expires_at: Option<Timestamp>,
     /// Whole seconds left; `null` when the grant lasts until revoked.
     pub seconds_left: Option<i64>,
 }
@@ -137,11 +139,7 @@ impl From<&Grant> for GrantView {
             granted_by: g.granted_by.clone(),
             created_at: g.created_at.clone(),
             expires_at: g.expires_at.clone(),
-            seconds_left: g
-                .expires_at
-                .as_deref()
-                .and_then(clock::seconds_until)
-                .map(|s| s.max(0)),
+            seconds_left: g.expires_at.as_ref().map(|t| t.seconds_until().max(0)),
         }
     }
 }
@@ -157,7 +155,7 @@ pub struct GrantList {
 pub struct BottleView {
     pub slug: String,
     pub ip: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 impl From<&Bottle> for BottleView {

@@ -1109,7 +1109,7 @@ fn a_held_write_lock_gives_database_is_busy_within_the_timeout() {
 
 #[test]
 fn an_expired_proposal_leaves_the_queue_and_cannot_be_decided() {
-    let env = Env::with_policy(supervise_store::Policy {
+    let env = Env::with_policy(supervise_store::ProposalLimits {
         proposal_ttl: Some(Duration::from_secs(1)),
         ..Default::default()
     });

@@ -4,20 +4,20 @@
 
 use serde_json::{Map, Value, json};
 use supervise_protocol::{CallToolResult, Content, ProtocolVersion};
-use supervise_store::{Kind, Proposal, Status};
+use supervise_store::{Kind, Proposal, Status, StoreError};
 
 /// One tool answer, before it is shaped for a protocol revision.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// `pending`, `approved`, …, `unknown`, `refused`; `None` for list-proposals.
-    pub status: Option<&'static str>,
-    pub text: String,
-    pub structured: Value,
+    pub(crate) status: Option<&'static str>,
+    pub(crate) text: String,
+    pub(crate) structured: Value,
 }
 
 impl Answer {
     /// `isError` is true exactly for these statuses.
-    pub fn is_error(&self) -> bool {
+    pub(crate) fn is_error(&self) -> bool {
         matches!(
             self.status,
             Some("rejected" | "expired" | "withdrawn" | "unknown" | "refused")
@@ -25,7 +25,7 @@ impl Answer {
     }
 
     /// The `tools/call` result for `version` (no `structuredContent` before 2025-06-18).
-    pub fn into_result(self, version: ProtocolVersion) -> CallToolResult {
+    pub(crate) fn into_result(self, version: ProtocolVersion) -> CallToolResult {
         let is_error = self.is_error();
         CallToolResult::new(vec![Content::text(self.text)])
             .with_structured_content(self.structured)
@@ -35,7 +35,7 @@ impl Answer {
 }
 
 /// What a change asks for, in words: `egress to api.example.com:443`.
-pub fn describe(kind: Kind, change: &Value) -> String {
+pub(crate) fn describe(kind: Kind, change: &Value) -> String {
     let s = |k: &str| change.get(k).map(value_text).unwrap_or_else(|| "?".into());
     match kind {
         Kind::Egress => format!("egress to {}:{}", s("host"), s("port")),
@@ -52,7 +52,7 @@ fn value_text(v: &Value) -> String {
 
 /// The structured form of a proposal: `proposal_id`, `status`, `kind`, `proposal` (the
 /// change plus justification) and, once decided, `decision`.
-pub fn proposal_json(p: &Proposal, status: &str) -> Value {
+pub(crate) fn proposal_json(p: &Proposal, status: &str) -> Value {
     let mut proposal = p.change.as_object().cloned().unwrap_or_default();
     proposal.insert("justification".into(), Value::from(p.justification.clone()));
     let mut out = Map::new();
@@ -75,7 +75,7 @@ pub fn proposal_json(p: &Proposal, status: &str) -> Value {
 }
 
 /// A list item: the proposal object plus `created_at` and `hits`.
-pub fn list_item(p: &Proposal) -> Value {
+pub(crate) fn list_item(p: &Proposal) -> Value {
     let mut v = proposal_json(p, p.status.as_str());
     if let Value::Object(m) = &mut v {
         m.insert("created_at".into(), Value::from(p.created_at.clone()));
@@ -96,7 +96,7 @@ fn answer(status: &'static str, p: &Proposal, body: String, next: String) -> Ans
 }
 
 /// Still undecided: the id and the pointer to `check-proposal`.
-pub fn pending(p: &Proposal) -> Answer {
+pub(crate) fn pending(p: &Proposal) -> Answer {
     let what = describe(p.kind, &p.change);
     let expiry = p
         .expires_at
@@ -118,7 +118,7 @@ pub fn pending(p: &Proposal) -> Answer {
 }
 
 /// A delivered decision (approved, modified or rejected), or an expiry.
-pub fn delivered(p: &Proposal) -> Answer {
+pub(crate) fn delivered(p: &Proposal) -> Answer {
     let what = describe(p.kind, &p.change);
     let d = p.decision.as_ref();
     let by = d
@@ -174,7 +174,7 @@ pub fn delivered(p: &Proposal) -> Answer {
 }
 
 /// Undecided past its expiry (now archived).
-pub fn expired(p: &Proposal) -> Answer {
+pub(crate) fn expired(p: &Proposal) -> Answer {
     let what = describe(p.kind, &p.change);
     answer(
         "expired",
@@ -188,7 +188,7 @@ pub fn expired(p: &Proposal) -> Answer {
 }
 
 /// An identical change was rejected within the cooldown: answered with that rejection.
-pub fn auto_rejected(p: &Proposal) -> Answer {
+pub(crate) fn auto_rejected(p: &Proposal) -> Answer {
     let what = describe(p.kind, &p.change);
     let reason = p
         .decision
@@ -213,7 +213,7 @@ pub fn auto_rejected(p: &Proposal) -> Answer {
 }
 
 /// Withdrawn at the agent's request.
-pub fn withdrawn(p: &Proposal) -> Answer {
+pub(crate) fn withdrawn(p: &Proposal) -> Answer {
     let what = describe(p.kind, &p.change);
     answer(
         "withdrawn",
@@ -227,7 +227,7 @@ pub fn withdrawn(p: &Proposal) -> Answer {
 }
 
 /// No open proposal of this bottle has the id.
-pub fn unknown(id: &str) -> Answer {
+pub(crate) fn unknown(id: &str) -> Answer {
     Answer {
         status: Some("unknown"),
         text: format!(
@@ -241,7 +241,7 @@ pub fn unknown(id: &str) -> Answer {
 
 /// The call was refused: invalid input, or a limit reached. `field` names the argument to
 /// blame, when one is.
-pub fn refused(error: impl Into<String>, field: Option<&str>, next: &str) -> Answer {
+pub(crate) fn refused(error: impl Into<String>, field: Option<&str>, next: &str) -> Answer {
     let error = error.into();
     let mut structured = Map::new();
     structured.insert("status".into(), Value::from("refused"));
@@ -256,8 +256,36 @@ pub fn refused(error: impl Into<String>, field: Option<&str>, next: &str) -> Ans
     }
 }
 
+/// A refusal blaming the argument `field` of `tool`.
+pub(crate) fn bad_argument(field: &str, message: &str, tool: &str) -> Answer {
+    refused(
+        format!("invalid {field}: {message}"),
+        Some(field),
+        &format!("fix the `{field}` argument and call {tool} again."),
+    )
+}
+
+/// The answer for a store failure that is nobody's input.
+pub(crate) fn store_failure(e: &StoreError, tool: &str) -> Answer {
+    match e {
+        StoreError::Busy => refused(
+            "the proposal database is busy",
+            None,
+            &format!("call {tool} again in a few seconds."),
+        ),
+        other => {
+            tracing::error!(error = %other, tool, "store failure");
+            refused(
+                "the server could not reach its database",
+                None,
+                &format!("call {tool} again in a minute; tell your user if it keeps failing."),
+            )
+        }
+    }
+}
+
 /// The answer to `list-proposals`.
-pub fn list(proposals: &[Proposal]) -> Answer {
+pub(crate) fn list(proposals: &[Proposal]) -> Answer {
     let items: Vec<Value> = proposals.iter().map(list_item).collect();
     let mut text = String::new();
     if proposals.is_empty() {

@@ -11,7 +11,7 @@ use supervise_store::{Bottle, Store, StoreResult};
 
 /// A short-lived cache of `bottle_for_ip`.
 #[derive(Debug)]
-pub struct BottleCache {
+pub(crate) struct BottleCache {
     ttl: Duration,
     entries: Mutex<HashMap<IpAddr, (Instant, Option<Bottle>)>>,
 }
@@ -21,7 +21,7 @@ const MAX_ENTRIES: usize = 4096;
 
 impl BottleCache {
     /// A cache whose entries live `ttl` (zero: no caching).
-    pub fn new(ttl: Duration) -> Self {
+    pub(crate) fn new(ttl: Duration) -> Self {
         BottleCache {
             ttl,
             entries: Mutex::new(HashMap::new()),
@@ -29,7 +29,7 @@ impl BottleCache {
     }
 
     /// The live bottle for `ip`, if any.
-    pub async fn lookup(&self, store: &Store, ip: IpAddr) -> StoreResult<Option<Bottle>> {
+    pub(crate) async fn lookup(&self, store: &Store, ip: IpAddr) -> StoreResult<Option<Bottle>> {
         if let Some((at, bottle)) = self.entries.lock().expect("not poisoned").get(&ip)
             && at.elapsed() < self.ttl
         {

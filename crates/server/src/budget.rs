@@ -9,9 +9,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use supervise_store::BottleId;
+
 /// Counts of waiting calls, shared by every request.
 #[derive(Debug)]
-pub struct WaitBudget {
+pub(crate) struct WaitBudget {
     max_total: usize,
     max_per_bottle: usize,
     counts: Mutex<Counts>,
@@ -20,19 +22,19 @@ pub struct WaitBudget {
 #[derive(Debug, Default)]
 struct Counts {
     total: usize,
-    per_bottle: HashMap<i64, usize>,
+    per_bottle: HashMap<BottleId, usize>,
 }
 
 /// A waiting call's place; dropping it gives the place back.
 #[derive(Debug)]
-pub struct WaitPermit {
+pub(crate) struct WaitPermit {
     budget: Arc<WaitBudget>,
-    bottle_id: i64,
+    bottle_id: BottleId,
 }
 
 /// Why a call may not wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Full {
+pub(crate) enum Full {
     /// `--max-waiting` calls are waiting on this server.
     Server(usize),
     /// `--max-waiting-per-bottle` calls of this bottle are waiting.
@@ -41,7 +43,7 @@ pub enum Full {
 
 impl WaitBudget {
     /// `0` means no limit.
-    pub fn new(max_total: usize, max_per_bottle: usize) -> Arc<WaitBudget> {
+    pub(crate) fn new(max_total: usize, max_per_bottle: usize) -> Arc<WaitBudget> {
         let unlimited = |n: usize| if n == 0 { usize::MAX } else { n };
         Arc::new(WaitBudget {
             max_total: unlimited(max_total),
@@ -51,7 +53,7 @@ impl WaitBudget {
     }
 
     /// Takes a place for a call of `bottle_id`, or says which limit is reached.
-    pub fn try_acquire(self: &Arc<Self>, bottle_id: i64) -> Result<WaitPermit, Full> {
+    pub(crate) fn try_acquire(self: &Arc<Self>, bottle_id: BottleId) -> Result<WaitPermit, Full> {
         let mut c = self.counts.lock().expect("not poisoned");
         if c.total >= self.max_total {
             return Err(Full::Server(self.max_total));
@@ -69,7 +71,8 @@ impl WaitBudget {
     }
 
     /// Calls waiting now.
-    pub fn waiting(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn waiting(&self) -> usize {
         self.counts.lock().expect("not poisoned").total
     }
 }
@@ -94,21 +97,29 @@ mod tests {
     #[test]
     fn limits_hold_and_places_come_back() {
         let b = WaitBudget::new(3, 2);
-        let a1 = b.try_acquire(1).unwrap();
-        let _a2 = b.try_acquire(1).unwrap();
-        assert_eq!(b.try_acquire(1).unwrap_err(), Full::Bottle(2));
-        let _b1 = b.try_acquire(2).unwrap();
-        assert_eq!(b.try_acquire(3).unwrap_err(), Full::Server(3));
+        let a1 = b.try_acquire(BottleId::from_row(1)).unwrap();
+        let _a2 = b.try_acquire(BottleId::from_row(1)).unwrap();
+        assert_eq!(
+            b.try_acquire(BottleId::from_row(1)).unwrap_err(),
+            Full::Bottle(2)
+        );
+        let _b1 = b.try_acquire(BottleId::from_row(2)).unwrap();
+        assert_eq!(
+            b.try_acquire(BottleId::from_row(3)).unwrap_err(),
+            Full::Server(3)
+        );
         drop(a1);
         assert_eq!(b.waiting(), 2);
-        let _a3 = b.try_acquire(1).unwrap();
+        let _a3 = b.try_acquire(BottleId::from_row(1)).unwrap();
         assert_eq!(b.waiting(), 3);
     }
 
     #[test]
     fn zero_is_unlimited() {
         let b = WaitBudget::new(0, 0);
-        let permits: Vec<_> = (0..1000).map(|i| b.try_acquire(i % 3).unwrap()).collect();
+        let permits: Vec<_> = (0..1000)
+            .map(|i| b.try_acquire(BottleId::from_row(i % 3)).unwrap())
+            .collect();
         assert_eq!(b.waiting(), 1000);
         drop(permits);
         assert_eq!(b.waiting(), 0);

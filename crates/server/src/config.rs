@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Largest request body accepted on `POST /mcp`; larger ones get HTTP 413.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Largest answer to a JSON-RPC batch (2025-03-26), the same as the largest body: an item
 /// whose answer is over 32 KiB and would pass it gets a short error instead (see
@@ -38,7 +38,12 @@ pub struct Config {
     pub header_read_timeout: Duration,
     /// How long a client may take to send the request body.
     pub body_read_timeout: Duration,
-    /// How long shutdown waits for in-flight requests after waiting calls were answered.
+    /// How long a client may leave its answer untaken (not one byte read) before its
+    /// connection is dropped. An idle keep-alive connection is closed after
+    /// `header_read_timeout`.
+    pub write_timeout: Duration,
+    /// How long shutdown waits for in-flight requests after waiting calls were answered;
+    /// connections still open then are dropped, so shutdown takes at most this long.
     pub drain_timeout: Duration,
     /// Calls held in their grace window at once, server-wide (0: no limit); past it a
     /// proposal call answers `pending` at once.
@@ -59,6 +64,7 @@ impl Default for Config {
             bottle_cache_ttl: Duration::from_secs(1),
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(10),
             drain_timeout: Duration::from_secs(10),
             max_waiting: 16_384,
             max_waiting_per_bottle: 1_024,

@@ -1,45 +1,47 @@
 //! `--on-event CMD`: runs the operator's command once per audit event, with the event as one
-//! JSON document on stdin. Fed from the store's change feed, so decisions written by the CLI
-//! in another process are seen too, and never in a request's path: a slow or failing hook is
-//! logged and killed after a timeout, and the backlog waits in the database, not in memory.
+//! JSON document on stdin. A subscriber of the store's change feed ([`crate::feed`]), so
+//! decisions written by the CLI in another process are seen too, and never in a request's
+//! path: a slow or failing hook is logged and killed after a timeout, and while every slot is
+//! busy the backlog waits in the database, not in memory (the subscription falls behind and
+//! later reads the gap from the store).
 
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use supervise_store::{Event, Store};
+use supervise_store::Event;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::sync::Semaphore;
 
+use crate::feed::{Subscription, Update};
+use crate::shutdown::Shutdown;
+
 /// How hooks run.
 #[derive(Debug, Clone)]
-pub struct HookConfig {
+pub(crate) struct HookConfig {
     /// Run with `sh -c`.
-    pub command: String,
+    pub(crate) command: String,
     /// A hook still running after this is killed (with its process group).
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Hooks running at once; further events wait in the feed.
-    pub concurrency: usize,
-    /// How often the feed is read.
-    pub poll: Duration,
+    pub(crate) concurrency: usize,
 }
 
 impl HookConfig {
-    /// The defaults for a command: 10 s timeout, 4 at once, feed read every 200 ms.
-    pub fn new(command: impl Into<String>) -> HookConfig {
+    /// The defaults for a command: 10 s timeout, 4 at once.
+    pub(crate) fn new(command: impl Into<String>) -> HookConfig {
         HookConfig {
             command: command.into(),
             timeout: Duration::from_secs(10),
             concurrency: 4,
-            poll: Duration::from_millis(200),
         }
     }
 }
 
 /// The JSON document a hook reads on stdin (SPEC "Events").
-pub fn event_document(ev: &Event) -> serde_json::Value {
+pub(crate) fn event_document(ev: &Event) -> serde_json::Value {
     json!({
         "event": ev.event,
         "at": ev.at,
@@ -54,38 +56,32 @@ pub fn event_document(ev: &Event) -> serde_json::Value {
     })
 }
 
-/// Runs hooks for every event after `start_seq` until `shutdown` resolves. The caller reads
-/// `start_seq` before it accepts requests, so no event of this run is missed. Hooks still
-/// running at shutdown are killed with their process group when the runtime drops them.
-pub async fn run(
-    store: Store,
-    config: HookConfig,
-    start_seq: i64,
-    shutdown: impl Future<Output = ()>,
-) {
-    tokio::pin!(shutdown);
-    let mut seq = start_seq;
+/// Runs hooks for every event `feed` gives (every event after the position it was
+/// subscribed at) until shutdown starts. Hooks still running at shutdown are killed with
+/// their process group when the runtime drops them.
+pub(crate) async fn run(config: HookConfig, mut feed: Subscription, shutdown: Shutdown) {
+    let stop = shutdown.started();
+    tokio::pin!(stop);
+    // A semaphore bounds the hooks running at once; waiting for a slot holds up only this
+    // task, never a request.
     let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
     let config = Arc::new(config);
     loop {
-        tokio::select! {
-            _ = &mut shutdown => return,
-            _ = tokio::time::sleep(config.poll) => {}
-        }
-        let events = match store.events_after(seq, 256).await {
-            Ok(events) => events,
-            Err(e) => {
-                tracing::warn!(error = %e, "hooks: reading the change feed failed; retrying");
-                continue;
-            }
+        let events = tokio::select! {
+            () = &mut stop => return,
+            update = feed.next() => match update {
+                Some(Update::Events(events)) => events,
+                // The feed's reader logs its failures; the backlog waits in the database.
+                Some(Update::Failing(_)) => continue,
+                None => return,
+            },
         };
-        for ev in events {
-            seq = ev.seq;
+        for ev in events.iter() {
             let slot = tokio::select! {
-                _ = &mut shutdown => return,
+                () = &mut stop => return,
                 slot = slots.clone().acquire_owned() => slot.expect("semaphore never closed"),
             };
-            let config = config.clone();
+            let (config, ev) = (config.clone(), ev.clone());
             tokio::spawn(async move {
                 run_one(&config, &ev).await;
                 drop(slot);
@@ -99,7 +95,7 @@ async fn run_one(config: &HookConfig, ev: &Event) {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(&config.command)
-        .env("SUPERVISE_EVENT", &ev.event)
+        .env("SUPERVISE_EVENT", ev.event.as_str())
         .env(
             "SUPERVISE_PROPOSAL_ID",
             ev.proposal_id.as_deref().unwrap_or(""),
@@ -190,9 +186,9 @@ fn kill_group(_pid: u32) {}
 mod tests {
     use super::*;
     use std::time::Instant;
-    use supervise_store::{Kind, NewProposal, StoreOptions, Verdict};
+    use supervise_store::{BottleId, Kind, NewProposal, Store, StoreOptions, Verdict};
 
-    async fn store_with_bottle(dir: &std::path::Path) -> (Store, i64) {
+    async fn store_with_bottle(dir: &std::path::Path) -> (Store, BottleId) {
         let store = Store::open(dir.join("s.db"), StoreOptions::default())
             .await
             .unwrap();
@@ -203,13 +199,25 @@ mod tests {
         (store, b.id)
     }
 
-    fn proposal(bottle_id: i64, host: &str) -> NewProposal {
+    fn proposal(bottle_id: BottleId, host: &str) -> NewProposal {
         NewProposal {
             bottle_id,
             kind: Kind::Egress,
             change: json!({ "host": host }),
             justification: "test".into(),
         }
+    }
+
+    /// The hook runner on a feed read every 20 ms from the store's current end.
+    async fn start_runner(
+        store: &Store,
+        config: HookConfig,
+    ) -> (crate::shutdown::Trigger, tokio::task::JoinHandle<()>) {
+        let (trigger, shutdown) = crate::shutdown::channel();
+        let feed = crate::feed::Feed::new(store.clone(), store.last_seq().await.unwrap());
+        let runner = tokio::spawn(run(config, feed.subscribe(), shutdown.clone()));
+        tokio::spawn(feed.run(Duration::from_millis(20), shutdown));
+        (trigger, runner)
     }
 
     async fn wait_for_lines(path: &std::path::Path, n: usize) -> Vec<String> {
@@ -234,12 +242,7 @@ mod tests {
             out.display()
         ));
         config.concurrency = 1; // keep the file's lines in event order
-        config.poll = Duration::from_millis(20);
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let start = store.last_seq().await.unwrap();
-        let runner = tokio::spawn(run(store.clone(), config, start, async {
-            let _ = stopped.await;
-        }));
+        let (stop, runner) = start_runner(&store, config).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
 
         let p = store.propose(proposal(bottle, "a.example")).await.unwrap();
@@ -265,7 +268,7 @@ mod tests {
         assert_eq!(doc["proposal_id"], id.as_str());
         assert_eq!(doc["note"], "no");
         assert_eq!(doc["kind"], "egress");
-        let _ = stop.send(());
+        stop.start();
         runner.await.unwrap();
     }
 
@@ -281,13 +284,8 @@ mod tests {
             ),
             timeout: Duration::from_millis(300),
             concurrency: 2,
-            poll: Duration::from_millis(20),
         };
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let start = store.last_seq().await.unwrap();
-        let runner = tokio::spawn(run(store.clone(), config, start, async {
-            let _ = stopped.await;
-        }));
+        let (stop, runner) = start_runner(&store, config).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         let started = Instant::now();
         for host in ["a.example", "b.example", "c.example", "d.example"] {
@@ -301,7 +299,7 @@ mod tests {
         let lines = wait_for_lines(&out, 4).await;
         assert_eq!(lines, vec!["proposed"; 4]);
         assert!(started.elapsed() < Duration::from_secs(10));
-        let _ = stop.send(());
+        stop.start();
         runner.await.unwrap();
     }
 }

@@ -1,6 +1,7 @@
-//! The HTTP side: accepting connections, routing (`POST /mcp`, `GET /healthz`), the body
-//! limit, DNS-rebinding protection (Origin/Host), attribution by source address, and turning
-//! an [`rpc::Reply`] into a response.
+//! The HTTP side: accepting connections and their timeouts, the bounded drain at shutdown,
+//! routing (`POST /mcp`, `GET /healthz`), the body limit, DNS-rebinding protection
+//! (Origin/Host), attribution by source address, and turning an [`rpc::Reply`] into a
+//! response.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -22,12 +23,15 @@ use supervise_protocol::{ErrorCode, ErrorObject, ErrorResponse};
 use tokio::net::TcpListener;
 use tracing::Instrument;
 
-use crate::App;
+use crate::app::App;
 use crate::config::MAX_BODY_BYTES;
 use crate::rpc;
+use crate::write_timeout::WriteTimeout;
 
-/// Accepts connections until `shutdown` resolves; returns the handle that drains them.
-pub async fn accept_loop(
+/// Accepts connections until `shutdown` resolves; returns the handle that drains them. Each
+/// connection is also dropped outright once the app's shutdown is drained, whatever its
+/// client does.
+pub(crate) async fn accept_loop(
     listener: TcpListener,
     app: Arc<App>,
     shutdown: impl Future<Output = ()>,
@@ -53,15 +57,22 @@ pub async fn accept_loop(
             let app = app_for_conn.clone();
             async move { Ok::<_, Infallible>(handle(app, peer, req).await) }
         });
+        let stream = WriteTimeout::new(stream, app.config.write_timeout);
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(app.config.header_read_timeout)
             .keep_alive(true)
             .serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
+        let shutdown = app.shutdown.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            tokio::select! {
+                ended = conn => if let Err(e) = ended {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                },
+                () = shutdown.drained() => {
+                    tracing::debug!(%peer, "connection dropped: the drain time is over");
+                }
             }
         });
     }
@@ -71,21 +82,21 @@ pub async fn accept_loop(
 }
 
 /// Waits for open connections to finish their requests (idle keep-alive connections are
-/// closed at once), at most `timeout`.
-pub async fn drain(graceful: GracefulShutdown, timeout: Duration) {
+/// closed at once), at most `timeout`; the caller then drops the rest.
+pub(crate) async fn drain(graceful: GracefulShutdown, timeout: Duration) {
     if tokio::time::timeout(timeout, graceful.shutdown())
         .await
         .is_err()
     {
         tracing::warn!(
             timeout_ms = timeout.as_millis() as u64,
-            "shutdown: some connections did not finish in time"
+            "shutdown: some connections did not finish in time; dropping them"
         );
     }
 }
 
 /// The source address as attribution sees it: IPv4-mapped IPv6 becomes IPv4.
-pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6
             .to_ipv4_mapped()
@@ -358,7 +369,7 @@ fn too_large() -> Response<Full<Bytes>> {
 }
 
 /// An HTTP error with a JSON-RPC error body (`"id": null`).
-pub fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Full<Bytes>> {
+pub(crate) fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Full<Bytes>> {
     let body = serde_json::to_string(&ErrorResponse::new(None, error)).expect("serialisable");
     json_response(status, body)
 }

@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use supervise_server::Config;
 use supervise_store::clock::parse_duration;
-use supervise_store::{Policy, Registered, Store, StoreError, StoreOptions};
+use supervise_store::{ProposalLimits, Registered, Store, StoreError, StoreOptions};
 use tracing_subscriber::EnvFilter;
 
 /// The supervise MCP server: agents in bottles propose egress and git-push changes; a human
@@ -144,7 +144,7 @@ fn init_tracing(format: LogFormat) {
 async fn run(args: Args) -> anyhow::Result<()> {
     let options = StoreOptions {
         create: true,
-        policy: Policy {
+        limits: ProposalLimits {
             proposal_ttl: non_zero(args.proposal_ttl),
             reject_cooldown: non_zero(args.reject_cooldown),
             max_pending_per_bottle: non_zero(args.max_pending_per_bottle),

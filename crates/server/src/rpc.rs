@@ -21,13 +21,13 @@ use supervise_protocol::{
 };
 use supervise_store::Bottle;
 
-use crate::App;
+use crate::app::App;
 use crate::config::MAX_BATCH_ANSWER_BYTES;
 use crate::methods::{Ctx, Method};
 
 /// What to send back.
 #[derive(Debug)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// 202, no body (notifications and responses).
     Accepted,
     /// A JSON body (already serialised, once) with this status.
@@ -35,7 +35,7 @@ pub enum Reply {
 }
 
 /// Handles one POST body from `bottle`.
-pub async fn handle(app: &App, bottle: &Bottle, headers: &HeaderMap, body: &[u8]) -> Reply {
+pub(crate) async fn handle(app: &App, bottle: &Bottle, headers: &HeaderMap, body: &[u8]) -> Reply {
     let incoming = match parse_message(body) {
         Ok(m) => m,
         Err(e) => return error_reply(StatusCode::BAD_REQUEST, e),

@@ -1,6 +1,6 @@
-//! Waiting for decisions. One watcher task per server reads the store's change feed every
-//! few milliseconds (one range scan, whatever the number of waiters) and wakes the calls
-//! waiting on the proposals it names; a waiter holds no database connection while it waits.
+//! Waiting for decisions. One watcher task per server follows the store's change feed (a
+//! subscriber of [`crate::feed`]) and wakes the calls waiting on the proposals it names; a
+//! waiter holds no database connection while it waits.
 //!
 //! Calls on the same proposal of the same bottle share one [`Slot`]: the store hands a
 //! decision out exactly once (`take_decision` archives it), so the slot keeps the delivered
@@ -11,33 +11,42 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use supervise_store::{Delivery, Store, StoreResult};
+use supervise_store::{BottleId, Delivery, EventKind, Store, StoreResult};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-type Key = (i64, String);
+use crate::feed::{Subscription, Update};
+use crate::shutdown::Shutdown;
+
+type Key = (BottleId, String);
 
 /// The registry of waited-on proposals.
 #[derive(Debug, Default)]
-pub struct Waiters {
+pub(crate) struct Waiters {
+    /// A `std` mutex: held only to look up, add or remove a slot, never across an `.await`.
     slots: Mutex<HashMap<Key, Arc<Slot>>>,
-    /// False while the watcher cannot read the change feed: waiters then look at the store
-    /// every [`RECHECK`] instead of sleeping until they are woken.
+    /// True while the change feed cannot be read: waiters then look at the store every
+    /// [`RECHECK`] instead of sleeping until they are woken. An atomic, not a lock: every
+    /// waiter reads it on every turn and only the watcher writes it.
     feed_failing: AtomicBool,
 }
 
 /// What the calls on one proposal share.
 #[derive(Debug)]
-pub struct Slot {
-    /// Bumped when the feed mentions the proposal or a decision was delivered.
+struct Slot {
+    /// Bumped when the feed mentions the proposal or a decision was delivered. A `watch` of
+    /// a counter: any number of calls listen, a wake never queues up, and a call busy
+    /// looking at the store when it is bumped still sees the change on its next wait.
     wake: watch::Sender<u64>,
-    /// The delivered outcome, once one call has taken it from the store.
+    /// The delivered outcome, once one call has taken it from the store. An async mutex:
+    /// it is held across the store's `take_decision`, so of the calls on one proposal one
+    /// takes and the others wait for, then share, what it took.
     taken: tokio::sync::Mutex<Option<Delivery>>,
 }
 
 /// A registration; dropping it (e.g. when the client disconnects) unregisters.
 #[derive(Debug)]
-pub struct Guard<'a> {
+pub(crate) struct Guard<'a> {
     waiters: &'a Waiters,
     key: Key,
     slot: Arc<Slot>,
@@ -45,7 +54,7 @@ pub struct Guard<'a> {
 
 /// How a wait ended.
 #[derive(Debug)]
-pub enum Waited {
+pub(crate) enum Waited {
     /// Decided, expired, or no longer open (withdrawn, or another poll took it).
     Delivered(Box<Delivery>),
     /// The grace window ran out.
@@ -57,7 +66,7 @@ pub enum Waited {
 impl Waiters {
     /// Registers interest in a proposal. Register before the first look at the store, so a
     /// decision landing between the look and the wait is not missed.
-    pub fn register(&self, bottle_id: i64, id: &str) -> Guard<'_> {
+    pub(crate) fn register(&self, bottle_id: BottleId, id: &str) -> Guard<'_> {
         let key = (bottle_id, id.to_owned());
         let slot = self
             .slots
@@ -78,16 +87,6 @@ impl Waiters {
         }
     }
 
-    /// Proposals currently waited on.
-    pub fn len(&self) -> usize {
-        self.slots.lock().expect("not poisoned").len()
-    }
-
-    /// Whether nothing is waited on.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Wakes every waiting call (the feed failed or recovered: each looks at the store).
     fn wake_all(&self) {
         for slot in self.slots.lock().expect("not poisoned").values() {
@@ -96,7 +95,7 @@ impl Waiters {
     }
 
     /// Records whether the change feed can be read, waking every waiter on a change.
-    pub fn set_feed_failing(&self, failing: bool) {
+    pub(crate) fn set_feed_failing(&self, failing: bool) {
         if self.feed_failing.swap(failing, Ordering::SeqCst) != failing {
             self.wake_all();
         }
@@ -106,7 +105,7 @@ impl Waiters {
     /// `keys` (a feed read's decisions and expiries), hands each to its slot, and wakes the
     /// waiting calls, which then answer without touching the store. A slot a call is taking
     /// from right now is left to that call. Keys nobody waits on are only woken (nothing).
-    pub async fn deliver_batch(&self, store: &Store, keys: Vec<Key>) {
+    pub(crate) async fn deliver_batch(&self, store: &Store, keys: Vec<Key>) {
         let slots: Vec<(Key, Arc<Slot>)> = {
             let map = self.slots.lock().expect("not poisoned");
             keys.iter()
@@ -145,7 +144,7 @@ impl Waiters {
     }
 
     /// Wakes the calls waiting on this proposal, if any.
-    pub fn wake(&self, bottle_id: i64, id: &str) {
+    pub(crate) fn wake(&self, bottle_id: BottleId, id: &str) {
         let slots = self.slots.lock().expect("not poisoned");
         if let Some(slot) = slots.get(&(bottle_id, id.to_owned())) {
             slot.wake.send_modify(|n| *n += 1);
@@ -156,7 +155,12 @@ impl Waiters {
     /// one gets the decision, and hands what it took to the calls waiting on the same
     /// proposal, which receive it too. A decision the waiting calls already took was
     /// archived then: the poll finds nothing, as it would in the store.
-    pub async fn poll(&self, store: &Store, bottle_id: i64, id: &str) -> StoreResult<Delivery> {
+    pub(crate) async fn poll(
+        &self,
+        store: &Store,
+        bottle_id: BottleId,
+        id: &str,
+    ) -> StoreResult<Delivery> {
         let slot = self
             .slots
             .lock()
@@ -179,19 +183,21 @@ impl Waiters {
     }
 
     /// Waits until `deadline` for the proposal to be decided; returns the delivery as soon as
-    /// it is there, and gives up at once when `shutdown` turns true.
-    pub async fn wait(
+    /// it is there, and gives up at once when shutdown starts.
+    pub(crate) async fn wait(
         &self,
         store: &Store,
-        bottle_id: i64,
+        bottle_id: BottleId,
         id: &str,
         deadline: Instant,
-        mut shutdown: watch::Receiver<bool>,
+        shutdown: &Shutdown,
     ) -> Waited {
         let guard = self.register(bottle_id, id);
         let mut woken = guard.slot.wake.subscribe();
+        let stop = shutdown.started();
+        tokio::pin!(stop);
         loop {
-            if *shutdown.borrow() {
+            if shutdown.is_started() {
                 return Waited::ShuttingDown;
             }
             match guard.take(store).await {
@@ -214,7 +220,7 @@ impl Waiters {
                 () = tokio::time::sleep_until(recheck) => {
                     if Instant::now() >= deadline { return Waited::TimedOut; }
                 }
-                _ = shutdown.wait_for(|s| *s) => return Waited::ShuttingDown,
+                () = &mut stop => return Waited::ShuttingDown,
             }
         }
     }
@@ -226,7 +232,7 @@ const RECHECK: Duration = Duration::from_secs(1);
 impl Guard<'_> {
     /// `take_decision` shared by every call on this proposal: the first to find the
     /// decision takes it from the store; the others get the same delivery.
-    pub async fn take(&self, store: &Store) -> StoreResult<Delivery> {
+    pub(crate) async fn take(&self, store: &Store) -> StoreResult<Delivery> {
         let mut taken = self.slot.taken.lock().await;
         if let Some(d) = taken.as_ref() {
             return Ok(d.clone());
@@ -250,65 +256,49 @@ impl Drop for Guard<'_> {
     }
 }
 
-/// The watcher: reads events after `seq` every `every` and wakes the waiters of the
-/// proposals they name, until `stop` turns true.
-pub async fn watch_feed(
+/// The watcher: for each batch of the feed, wakes the waiters of the proposals it names and
+/// delivers the outcomes among them in one transaction, until shutdown starts. While the
+/// feed cannot be read, waiters look at the store themselves.
+pub(crate) async fn watch_feed(
     store: Store,
     waiters: Arc<Waiters>,
-    mut seq: i64,
-    every: Duration,
-    mut stop: watch::Receiver<bool>,
+    mut feed: Subscription,
+    shutdown: Shutdown,
 ) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut failing = false;
+    let stop = shutdown.started();
+    tokio::pin!(stop);
     loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.wait_for(|s| *s) => return,
-        }
-        loop {
-            match store.events_after(seq, FEED_PAGE).await {
-                Ok(events) => {
-                    if failing {
-                        tracing::info!("change feed readable again");
-                        failing = false;
-                        waiters.set_feed_failing(false);
-                    }
-                    let full = events.len() == FEED_PAGE as usize;
-                    let mut outcomes = Vec::new();
-                    for ev in events {
-                        seq = ev.seq;
-                        if let (Some(bottle_id), Some(id)) = (ev.bottle_id, ev.proposal_id) {
-                            if OUTCOMES.contains(&ev.event.as_str()) {
-                                outcomes.push((bottle_id, id));
-                            } else {
-                                waiters.wake(bottle_id, &id);
-                            }
+        let update = tokio::select! {
+            update = feed.next() => update,
+            () = &mut stop => return,
+        };
+        match update {
+            None => return,
+            Some(Update::Failing(failing)) => waiters.set_feed_failing(failing),
+            Some(Update::Events(events)) => {
+                let mut outcomes = Vec::new();
+                for ev in events.iter() {
+                    if let (Some(bottle_id), Some(id)) = (ev.bottle_id, &ev.proposal_id) {
+                        if OUTCOMES.contains(&ev.event) {
+                            outcomes.push((bottle_id, String::from(id.clone())));
+                        } else {
+                            waiters.wake(bottle_id, id);
                         }
                     }
-                    waiters.deliver_batch(&store, outcomes).await;
-                    if !full {
-                        break;
-                    }
                 }
-                Err(e) => {
-                    if !failing {
-                        tracing::warn!(error = %e, "reading the change feed failed; waiters fall back to periodic checks");
-                        failing = true;
-                        waiters.set_feed_failing(true);
-                    }
-                    break;
-                }
+                waiters.deliver_batch(&store, outcomes).await;
             }
         }
     }
 }
 
-const FEED_PAGE: u32 = 1000;
-
 /// Feed events after which a waited-on proposal can be delivered.
-const OUTCOMES: [&str; 4] = ["approved", "modified", "rejected", "expired"];
+const OUTCOMES: [EventKind; 4] = [
+    EventKind::Approved,
+    EventKind::Modified,
+    EventKind::Rejected,
+    EventKind::Expired,
+];
 
 #[cfg(test)]
 mod tests {
@@ -337,13 +327,13 @@ mod tests {
             .into_proposal();
         let waiters = Arc::new(Waiters::default());
         waiters.set_feed_failing(feed_failing);
-        let (_stop, stop_rx) = watch::channel(false);
+        let (_stop, shutdown) = crate::shutdown::channel();
         let started = Instant::now();
         let task = {
             let (waiters, store, id) = (waiters.clone(), store.clone(), p.id.clone());
             tokio::spawn(async move {
                 let deadline = Instant::now() + Duration::from_millis(2500);
-                waiters.wait(&store, b.id, &id, deadline, stop_rx).await
+                waiters.wait(&store, b.id, &id, deadline, &shutdown).await
             })
         };
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -378,7 +368,7 @@ mod tests {
                 .await
                 .unwrap()
                 .into_proposal();
-            ids.push(p.id);
+            ids.push(String::from(p.id));
         }
         let waiters = Waiters::default();
         let guards: Vec<_> = ids.iter().map(|id| waiters.register(b.id, id)).collect();
@@ -414,7 +404,7 @@ mod tests {
             .await
             .unwrap()
             .into_iter()
-            .filter(|e| e.event == "delivered")
+            .filter(|e| e.event == EventKind::Delivered)
             .count();
         assert_eq!(delivered, 2);
     }

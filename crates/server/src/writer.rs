@@ -1,10 +1,13 @@
 //! The one writer of proposals: concurrent `propose-*` calls are queued to a single task,
 //! which files whatever has accumulated in one transaction (`Store::propose_many`, a group
-//! commit) and answers each caller only after that transaction committed.
+//! commit) and answers each caller only after that transaction committed. It outlives the
+//! start of shutdown, so requests still in flight are filed, and stops once it is drained.
 
 use supervise_store::{NewProposal, Proposed, Store, StoreError, StoreResult};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+
+use crate::shutdown::Shutdown;
 
 /// Proposals filed in one transaction at most.
 const MAX_BATCH: usize = 64;
@@ -16,10 +19,11 @@ struct Job {
     reply: oneshot::Sender<StoreResult<Proposed>>,
 }
 
-/// The handle request handlers use. When every handle is dropped the task files what is
-/// queued and ends.
+/// The handle request handlers use.
 #[derive(Debug, Clone)]
-pub struct Writer {
+pub(crate) struct Writer {
+    /// Bounded, so a burst of calls waits for room instead of growing memory; one receiver,
+    /// so one task owns the write transaction.
     tx: mpsc::Sender<Job>,
 }
 
@@ -30,14 +34,15 @@ impl std::fmt::Debug for Job {
 }
 
 impl Writer {
-    /// Starts the writer task on `store`.
-    pub fn spawn(store: Store) -> (Writer, JoinHandle<()>) {
+    /// Starts the writer task on `store`. Once `shutdown` is drained (or every handle is
+    /// dropped) it files what is queued, refuses more and ends.
+    pub(crate) fn spawn(store: Store, shutdown: Shutdown) -> (Writer, JoinHandle<()>) {
         let (tx, rx) = mpsc::channel(QUEUE);
-        (Writer { tx }, tokio::spawn(run(store, rx)))
+        (Writer { tx }, tokio::spawn(run(store, rx, shutdown)))
     }
 
     /// Files one proposal; returns once it is durable (or refused).
-    pub async fn propose(&self, item: NewProposal) -> StoreResult<Proposed> {
+    pub(crate) async fn propose(&self, item: NewProposal) -> StoreResult<Proposed> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(Job { item, reply })
@@ -49,8 +54,22 @@ impl Writer {
     }
 }
 
-async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
-    while let Some(first) = rx.recv().await {
+async fn run(store: Store, mut rx: mpsc::Receiver<Job>, shutdown: Shutdown) {
+    let drained = shutdown.drained();
+    tokio::pin!(drained);
+    let mut closed = false;
+    loop {
+        let first = tokio::select! {
+            biased;
+            job = rx.recv() => job,
+            () = &mut drained, if !closed => {
+                // Jobs already queued are still received, then `recv` ends the loop.
+                rx.close();
+                closed = true;
+                continue;
+            }
+        };
+        let Some(first) = first else { return };
         let mut jobs = vec![first];
         while jobs.len() < MAX_BATCH {
             match rx.try_recv() {

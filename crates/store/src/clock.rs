@@ -1,48 +1,17 @@
-//! Time as the database stores it (UTC RFC 3339 text with milliseconds) and the duration
-//! syntax shared by the server and the CLI (`90s`, `10m`, `8h`, `7d`).
+//! The duration syntax shared by the server and the CLI (`90s`, `10m`, `8h`, `7d`), and
+//! durations as an operator reads them. The stored time itself is [`crate::model::Timestamp`].
 
 use std::time::Duration;
 
 use time::OffsetDateTime;
-use time::format_description::FormatItem;
-use time::macros::format_description;
 
 use crate::error::{StoreError, StoreResult};
+use crate::model::parse_time;
 
-const FORMAT: &[FormatItem<'static>] =
-    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
-
-/// The current time in the database's text form.
-pub fn now() -> String {
-    format(OffsetDateTime::now_utc())
-}
-
-/// `at + d` in the database's text form.
-pub fn after(d: Duration) -> String {
-    format(OffsetDateTime::now_utc() + d)
-}
-
-/// `now - d` in the database's text form.
-pub fn before(d: Duration) -> String {
-    format(OffsetDateTime::now_utc() - d)
-}
-
-fn format(t: OffsetDateTime) -> String {
-    t.format(FORMAT).expect("UTC time always formats")
-}
-
-/// Parses a stored time.
-pub fn parse(text: &str) -> Option<OffsetDateTime> {
-    // The format's `Z` is a literal, not an offset component, so parse the wall-clock
-    // time and pin it to UTC (OffsetDateTime::parse refuses a format without an offset).
-    time::PrimitiveDateTime::parse(text, FORMAT)
-        .ok()
-        .map(time::PrimitiveDateTime::assume_utc)
-}
-
-/// Seconds from now until `text` (negative when past).
+/// Seconds from now until the stored time `text` (negative when past); `None` when `text`
+/// is not a stored time.
 pub fn seconds_until(text: &str) -> Option<i64> {
-    parse(text).map(|t| (t - OffsetDateTime::now_utc()).whole_seconds())
+    parse_time(text).map(|t| (t - OffsetDateTime::now_utc()).whole_seconds())
 }
 
 /// Parses `90s`, `10m`, `8h`, `7d`, or plain seconds (`30`). `0` means zero.
@@ -99,12 +68,10 @@ mod tests {
     }
 
     #[test]
-    fn times_round_trip_and_order() {
-        let a = now();
-        assert_eq!(a.len(), 24, "{a}");
-        assert!(parse(&a).is_some());
-        assert!(after(Duration::from_secs(1)) > a);
-        assert!(before(Duration::from_secs(1)) < a);
+    fn times_read_and_humanize() {
+        let a = crate::model::Timestamp::after(Duration::from_secs(120));
+        assert!(seconds_until(&a).is_some_and(|s| (118..=120).contains(&s)));
+        assert!(seconds_until("not a time").is_none());
         assert_eq!(humanize(90), "1m 30s");
         assert_eq!(humanize(90_000), "1d 1h");
     }

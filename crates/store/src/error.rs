@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::model::Status;
+use crate::model::{EndReason, Status, Timestamp};
 
 /// Result alias for store operations.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -26,7 +26,7 @@ pub enum StoreError {
         id: String,
         status: Status,
         decided_by: Option<String>,
-        decided_at: Option<String>,
+        decided_at: Option<Timestamp>,
     },
     /// No live bottle has this slug.
     #[error("no bottle named {0}")]
@@ -44,8 +44,8 @@ pub enum StoreError {
     #[error("grant {id} already ended ({reason} at {at})")]
     GrantEnded {
         id: String,
-        reason: String,
-        at: String,
+        reason: EndReason,
+        at: Timestamp,
     },
     /// The bottle has as many undecided proposals as it may have.
     #[error(
@@ -67,12 +67,20 @@ pub enum StoreError {
     /// Another process held the write lock past the busy timeout. Retry later.
     #[error("the database is busy (another process holds the write lock); try again")]
     Busy,
+    /// A stored row holds something this build cannot read (a hand edit, a bad restore): the
+    /// table and the row's id say where to look. Nothing is guessed in its place.
+    #[error("the {table} row {id} is corrupt ({what}); repair or remove it with sqlite3")]
+    Corrupt {
+        table: &'static str,
+        id: String,
+        what: String,
+    },
     /// Any other database failure.
     #[error("database error: {0}")]
     Database(String),
 }
 
-fn by_when(by: &Option<String>, at: &Option<String>) -> String {
+fn by_when(by: &Option<String>, at: &Option<Timestamp>) -> String {
     match (by, at) {
         (Some(by), Some(at)) => format!(" (by {by} at {at})"),
         (None, Some(at)) => format!(" (at {at})"),

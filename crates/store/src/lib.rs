@@ -1,10 +1,15 @@
 //! The supervise store: proposals, decisions, bottles, grants and the audit trail in SQLite.
 //!
-//! Layout: [`change`] validates and normalises what a proposal asks for and computes its
-//! risk flags; [`model`] holds the domain types callers see; [`db`] is the [`Store`] itself,
-//! where every public method is one transaction and every write begins with
-//! `BEGIN IMMEDIATE`; [`clock`] is the time format and duration syntax; [`paths`] finds the database file; [`error`] the one
-//! error type. The schema lives in the workspace's `migrations/`, embedded at build time.
+//! Layout: [`model`] is the vocabulary ([`Kind`], [`Status`], [`EventKind`], [`Flag`],
+//! [`EndReason`], ids and [`Timestamp`]) and the domain types callers see, depending on
+//! nothing else here; [`change`] validates and normalises what a proposal asks for and
+//! computes its risk flags; [`error`] is the one error type; [`clock`] the duration syntax;
+//! [`paths`] finds the database file. The [`Store`] itself is `db`, split by aggregate
+//! (`db/bottles.rs`, `db/proposals.rs`, `db/decisions.rs`, `db/grants.rs`, `db/feed.rs`),
+//! with the file and migrations in `db/schema.rs`, row decoding in `db/rows.rs` and event
+//! appending in `db/trail.rs`. Every public method is one transaction, and every write
+//! begins with `BEGIN IMMEDIATE` in one place. The schema lives in the workspace's
+//! `migrations/`, embedded at build time.
 //!
 //! Nothing here speaks HTTP or MCP, and no SQLite type crosses the public API, so another
 //! backend can stand behind the same methods.
@@ -16,10 +21,10 @@ pub mod error;
 pub mod model;
 pub mod paths;
 
-pub use change::Kind;
-pub use db::{Policy, Store, StoreOptions};
+pub use db::{ProposalLimits, Store, StoreOptions};
 pub use error::{StoreError, StoreResult};
 pub use model::{
-    Bottle, Decision, Delivery, Event, Grant, NewProposal, Proposal, Proposed, Registered, Status,
-    StatusFilter, Swept, Verdict,
+    Bottle, BottleId, Decision, Delivery, EndReason, Event, EventKind, Flag, Grant, GrantId, Kind,
+    NewProposal, Proposal, ProposalId, Proposed, Registered, Status, StatusFilter, Swept,
+    Timestamp, UnknownName, Verdict,
 };

@@ -1,69 +1,28 @@
-//! The store's domain types: bottles, proposals, decisions, grants and events. These are
-//! what callers see; the SQLite rows behind them stay private to `db.rs`.
+//! The store's vocabulary and domain types: the words ([`Kind`], [`Status`], [`EventKind`],
+//! [`Flag`], [`EndReason`]), ids and [`Timestamp`], and the bottles, proposals, decisions,
+//! grants and events built from them. These are what callers see; the SQLite rows behind
+//! them stay private to `db/rows.rs`. Nothing here depends on another module of the crate.
+
+mod ids;
+mod vocab;
 
 use std::net::IpAddr;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::change::Kind;
-
-/// A proposal's state. `Pending` may be decided, expire or be withdrawn; the rest are final.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pending,
-    Approved,
-    Modified,
-    Rejected,
-    Expired,
-    Withdrawn,
-}
-
-impl Status {
-    /// The name used in the database and in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pending => "pending",
-            Status::Approved => "approved",
-            Status::Modified => "modified",
-            Status::Rejected => "rejected",
-            Status::Expired => "expired",
-            Status::Withdrawn => "withdrawn",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Status {
-        match s {
-            "pending" => Status::Pending,
-            "approved" => Status::Approved,
-            "modified" => Status::Modified,
-            "rejected" => Status::Rejected,
-            "expired" => Status::Expired,
-            _ => Status::Withdrawn,
-        }
-    }
-
-    /// Approved, modified or rejected: an operator's decision.
-    pub fn is_decision(self) -> bool {
-        matches!(self, Status::Approved | Status::Modified | Status::Rejected)
-    }
-}
-
-impl std::fmt::Display for Status {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub(crate) use ids::parse_time;
+pub use ids::{BottleId, GrantId, ProposalId, Timestamp};
+pub use vocab::{EndReason, EventKind, Flag, Kind, Status, UnknownName};
 
 /// A registered bottle (one generation of a slug).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Bottle {
     /// Generation id: a removed and re-added slug gets a new one.
-    pub id: i64,
+    pub id: BottleId,
     pub slug: String,
     pub ip: IpAddr,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// An operator's decision on a proposal.
@@ -73,20 +32,19 @@ pub struct Decision {
     pub change: Option<Value>,
     pub note: Option<String>,
     pub decided_by: String,
-    pub decided_at: String,
+    pub decided_at: Timestamp,
     /// The grant approve or modify recorded (`None` for reject).
-    pub grant_id: Option<String>,
+    pub grant_id: Option<GrantId>,
 }
 
 /// A proposal with its current state.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Proposal {
-    pub id: String,
+    pub id: ProposalId,
     /// The bottle's slug.
     pub bottle: String,
     #[serde(skip)]
-    pub bottle_id: i64,
-    #[serde(serialize_with = "ser_kind")]
+    pub bottle_id: BottleId,
     pub kind: Kind,
     /// The normalised change, e.g. `{"host": "example.com", "port": 443}`.
     pub change: Value,
@@ -94,18 +52,14 @@ pub struct Proposal {
     /// Effective status: a pending proposal past its expiry reads as `Expired`.
     pub status: Status,
     /// Risk flags of the proposed change (and of the decision's change, for `modify`).
-    pub flags: Vec<String>,
+    pub flags: Vec<Flag>,
     /// Times this change was asked for (1 + repeats + cooldown hits).
     pub hits: i64,
-    pub created_at: String,
-    pub expires_at: Option<String>,
+    pub created_at: Timestamp,
+    pub expires_at: Option<Timestamp>,
     pub decision: Option<Decision>,
     /// When the outcome reached the agent (or could no longer reach it).
-    pub archived_at: Option<String>,
-}
-
-fn ser_kind<S: serde::Serializer>(kind: &Kind, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(kind.as_str())
+    pub archived_at: Option<Timestamp>,
 }
 
 /// What `propose` did.
@@ -141,7 +95,7 @@ impl Proposed {
 #[derive(Debug, Clone)]
 pub struct NewProposal {
     /// The bottle's generation id, from [`Bottle::id`].
-    pub bottle_id: i64,
+    pub bottle_id: BottleId,
     pub kind: Kind,
     /// The change as the agent gave it (validated and normalised by the store).
     pub change: Value,
@@ -203,35 +157,33 @@ impl StatusFilter {
 /// A grant: a change in the bottle's policy made by approve or modify.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Grant {
-    pub id: String,
+    pub id: GrantId,
     pub bottle: String,
-    pub proposal_id: String,
-    #[serde(serialize_with = "ser_kind")]
+    pub proposal_id: ProposalId,
     pub kind: Kind,
     pub change: Value,
     pub granted_by: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// `None`: until revoked.
-    pub expires_at: Option<String>,
-    pub ended_at: Option<String>,
-    /// `revoked`, `expired` or `bottle-removed`.
-    pub end_reason: Option<String>,
+    pub expires_at: Option<Timestamp>,
+    pub ended_at: Option<Timestamp>,
+    pub end_reason: Option<EndReason>,
 }
 
 /// One audit event; `seq` orders them and is the change feed's cursor.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     pub seq: i64,
-    pub at: String,
-    pub event: String,
+    pub at: Timestamp,
+    pub event: EventKind,
     /// `bottle:SLUG`, `operator:NAME` or `system`.
     pub actor: String,
     pub bottle: Option<String>,
     #[serde(skip)]
-    pub bottle_id: Option<i64>,
-    pub proposal_id: Option<String>,
-    pub grant_id: Option<String>,
-    pub kind: Option<String>,
+    pub bottle_id: Option<BottleId>,
+    pub proposal_id: Option<ProposalId>,
+    pub grant_id: Option<GrantId>,
+    pub kind: Option<Kind>,
     pub change: Option<Value>,
     pub note: Option<String>,
 }

@@ -33,13 +33,15 @@ pub async fn run(
     .flexible(8);
     for e in &events {
         let change = match (&e.kind, &e.change) {
-            (Some(kind), Some(change)) => format!("{kind} {}", render::change_text(kind, change)),
+            (Some(kind), Some(change)) => {
+                format!("{kind} {}", render::change_text(kind.as_str(), change))
+            }
             _ => "-".into(),
         };
         t.push(vec![
             Cell::new(e.seq.to_string()),
-            Cell::new(&e.at),
-            Cell::colored(&e.event, Color::Bold),
+            Cell::new(e.at.as_str()),
+            Cell::colored(e.event.as_str(), Color::Bold),
             Cell::new(render::one_line(&e.actor)),
             Cell::new(
                 e.bottle
@@ -47,11 +49,8 @@ pub async fn run(
                     .map(render::one_line)
                     .unwrap_or_else(|| "-".into()),
             ),
-            Cell::colored(
-                e.proposal_id.clone().unwrap_or_else(|| "-".into()),
-                Color::Cyan,
-            ),
-            Cell::new(e.grant_id.clone().unwrap_or_else(|| "-".into())),
+            Cell::colored(e.proposal_id.as_deref().unwrap_or("-"), Color::Cyan),
+            Cell::new(e.grant_id.as_deref().unwrap_or("-")),
             Cell::new(change),
             Cell::new(e.note.as_deref().map(render::one_line).unwrap_or_default()),
         ]);

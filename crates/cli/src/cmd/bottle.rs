@@ -69,7 +69,11 @@ pub async fn remove(ctx: &Ctx, store: &Store, slug: &str, out: &mut dyn Write) -
         .await
         .map(|p| p.len())
         .unwrap_or(0);
-    let grants = store.policy_of(slug).await.map(|g| g.len()).unwrap_or(0);
+    let grants = store
+        .grants_in_force(slug)
+        .await
+        .map(|g| g.len())
+        .unwrap_or(0);
     let bottle = store.remove_bottle(slug, &ctx.operator).await?;
     writeln!(
         out,

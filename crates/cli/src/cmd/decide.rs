@@ -89,7 +89,17 @@ async fn confirmation(ctx: &Ctx, store: &Store, p: &Proposal) -> String {
     if !p.flags.is_empty() {
         line.push_str(&format!(
             " {}",
-            s.paint(Color::Red, &format!("[flags: {}]", p.flags.join(", ")))
+            s.paint(
+                Color::Red,
+                &format!(
+                    "[flags: {}]",
+                    p.flags
+                        .iter()
+                        .map(|f| f.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            )
         ));
     }
     line
@@ -97,13 +107,13 @@ async fn confirmation(ctx: &Ctx, store: &Store, p: &Proposal) -> String {
 
 /// `; grant ID until revoked` or `; grant ID for 29m 59s`.
 async fn grant_text(store: &Store, p: &Proposal) -> String {
-    let grant = match store.policy_of(&p.bottle).await {
+    let grant = match store.grants_in_force(&p.bottle).await {
         Ok(grants) => grants.into_iter().find(|g| g.proposal_id == p.id),
         Err(_) => None,
     };
     match grant {
         Some(g) => match g.expires_at {
-            Some(exp) => format!("; grant {} for {}", g.id, render::time_left(&exp)),
+            Some(exp) => format!("; grant {} for {}", g.id, render::time_left(exp.as_str())),
             None => format!("; grant {} until revoked", g.id),
         },
         None => String::new(),
@@ -151,7 +161,17 @@ pub async fn bulk(
                 out,
                 "skipped {} ({what}) {}: flagged, decide it alone or add --include-flagged",
                 s.paint(Color::Cyan, &p.id),
-                s.paint(Color::Red, &format!("[flags: {}]", p.flags.join(", ")))
+                s.paint(
+                    Color::Red,
+                    &format!(
+                        "[flags: {}]",
+                        p.flags
+                            .iter()
+                            .map(|f| f.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                )
             )?;
             continue;
         }

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use supervise_store::{Proposal, Status, StatusFilter, Store};
+use supervise_store::{Flag, Proposal, Status, StatusFilter, Store};
 
 use super::{Ctx, ShortIds, print_json};
 use crate::cli::{ListArgs, StatusArg};
@@ -95,11 +95,18 @@ pub fn change_cell(p: &Proposal) -> String {
     }
 }
 
-pub fn flags_cell(flags: &[String]) -> Cell {
+pub fn flags_cell(flags: &[Flag]) -> Cell {
     if flags.is_empty() {
         Cell::new("-")
     } else {
-        Cell::colored(flags.join(","), Color::Red)
+        Cell::colored(
+            flags
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            Color::Red,
+        )
     }
 }
 

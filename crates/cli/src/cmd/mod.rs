@@ -85,7 +85,7 @@ impl ShortIds {
     /// Computes prefixes for the proposals about to be shown, against their neighbours in
     /// the whole database (two index lookups each, however many rows are archived).
     pub async fn load(store: &Store, shown: &[Proposal]) -> Result<ShortIds> {
-        let ids: Vec<String> = shown.iter().map(|p| p.id.clone()).collect();
+        let ids: Vec<String> = shown.iter().map(|p| p.id.to_string()).collect();
         let lens = store.unique_prefix_lens(&ids, Self::MIN).await?;
         Ok(ShortIds {
             lens: ids.into_iter().zip(lens).collect(),

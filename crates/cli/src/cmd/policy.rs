@@ -16,7 +16,7 @@ pub async fn show(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let grants = store.policy_of(slug).await?;
+    let grants = store.grants_in_force(slug).await?;
     if json {
         let doc = GrantList {
             bottle: slug.to_string(),
@@ -35,7 +35,7 @@ pub async fn show(
             None => Cell::new("until revoked"),
         };
         t.push(vec![
-            Cell::colored(&g.id, Color::Cyan),
+            Cell::colored(g.id.as_str(), Color::Cyan),
             Cell::new(g.kind.as_str()),
             Cell::new(render::change_text(g.kind.as_str(), &g.change)),
             Cell::new(render::one_line(&g.granted_by)),

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use supervise_store::{Event, Proposal, Status, Store};
+use supervise_store::{Event, EventKind, Proposal, Status, Store};
 
 use super::{Ctx, print_json};
 use crate::json::{EventView, ProposalDetail, ProposalView};
@@ -61,13 +61,13 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
         lines.push(format!("{}none", label("flags")));
     } else {
         lines.push(s.paint(Color::Bold, "flags"));
-        let width = p.flags.iter().map(String::len).max().unwrap_or(0);
+        let width = p.flags.iter().map(|f| f.as_str().len()).max().unwrap_or(0);
         for f in &p.flags {
             lines.push(format!(
                 "{INDENT}{} {}  {}",
                 s.paint(Color::Red, "!"),
                 s.paint(Color::Red, &format!("{f:<width$}")),
-                render::flag_meaning(f)
+                render::flag_meaning(f.as_str())
             ));
         }
     }
@@ -131,12 +131,12 @@ fn status_text(ctx: &Ctx, p: &Proposal) -> String {
 /// `at  event  actor  [change]  [note]` for the history.
 fn event_text(e: &Event, actor_width: usize) -> String {
     let mut parts = vec![
-        e.at.clone(),
+        e.at.to_string(),
         format!("{:<13}", e.event),
         format!("{:<actor_width$}", render::one_line(&e.actor)),
     ];
     if let (Some(kind), Some(change)) = (&e.kind, &e.change) {
-        parts.push(render::change_text(kind, change));
+        parts.push(render::change_text(kind.as_str(), change));
     }
     if let Some(grant) = &e.grant_id {
         parts.push(format!("grant {grant}"));
@@ -152,23 +152,26 @@ async fn grant_line(store: &Store, p: &Proposal, events: &[Event]) -> Option<Str
     let grant_id = events
         .iter()
         .rev()
-        .find(|e| e.event == p.status.as_str() && e.grant_id.is_some())
+        .find(|e| EventKind::of_decision(p.status) == Some(e.event) && e.grant_id.is_some())
         .or_else(|| events.iter().rev().find(|e| e.grant_id.is_some()))
         .and_then(|e| e.grant_id.clone())?;
-    if let Some(end) = events
-        .iter()
-        .find(|e| e.grant_id.as_deref() == Some(&grant_id) && e.event.starts_with("grant-"))
-    {
+    if let Some(end) = events.iter().find(|e| {
+        e.grant_id.as_ref() == Some(&grant_id)
+            && matches!(e.event, EventKind::GrantExpired | EventKind::GrantRevoked)
+    }) {
         return Some(format!("{grant_id} (ended: {} at {})", end.event, end.at));
     }
     let in_force = store
-        .policy_of(&p.bottle)
+        .grants_in_force(&p.bottle)
         .await
         .ok()
         .and_then(|grants| grants.into_iter().find(|g| g.id == grant_id));
     Some(match in_force {
         Some(g) => match g.expires_at {
-            Some(exp) => format!("{grant_id} (in force, {} left)", render::time_left(&exp)),
+            Some(exp) => format!(
+                "{grant_id} (in force, {} left)",
+                render::time_left(exp.as_str())
+            ),
             None => format!("{grant_id} (in force until revoked)"),
         },
         None => format!("{grant_id} (no longer in force)"),

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Result;
-use supervise_store::{Event, Kind, StatusFilter, Store, change};
+use supervise_store::{Event, EventKind, StatusFilter, Store, change};
 
 use super::{Ctx, ShortIds, print_json_line};
 use crate::cli::ListArgs;
@@ -118,14 +118,22 @@ pub fn event_line(s: Style, e: &Event) -> String {
     if let (Some(kind), Some(change_value)) = (&e.kind, &e.change) {
         parts.push(format!(
             "{kind} {}",
-            render::change_text(kind, change_value)
+            render::change_text(kind.as_str(), change_value)
         ));
-        if e.event == "proposed"
-            && let Some(k) = Kind::parse(kind)
-        {
-            let flags = change::flags(k, change_value);
+        if e.event == EventKind::Proposed {
+            let flags = change::flags(*kind, change_value);
             if !flags.is_empty() {
-                parts.push(s.paint(Color::Red, &format!("[{}]", flags.join(","))));
+                parts.push(s.paint(
+                    Color::Red,
+                    &format!(
+                            "[{}]",
+                            flags
+                                .iter()
+                                .map(|f| f.as_str())
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        ),
+                ));
             }
         }
     }

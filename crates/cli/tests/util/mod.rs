@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
-use supervise_store::{Kind, NewProposal, Policy, Proposed, Store, StoreOptions};
+use supervise_store::{Kind, NewProposal, ProposalLimits, Proposed, Store, StoreOptions};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_supervise");
 
@@ -16,15 +16,15 @@ pub struct Env {
     pub db: PathBuf,
     pub rt: tokio::runtime::Runtime,
     pub store: Store,
-    pub bottle_id: i64,
+    pub bottle_id: supervise_store::BottleId,
 }
 
 impl Env {
     pub fn new() -> Env {
-        Env::with_policy(Policy::default())
+        Env::with_policy(ProposalLimits::default())
     }
 
-    pub fn with_policy(policy: Policy) -> Env {
+    pub fn with_policy(policy: ProposalLimits) -> Env {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("supervise.db");
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -35,7 +35,7 @@ impl Env {
             .block_on(Store::open(
                 &db,
                 StoreOptions {
-                    policy,
+                    limits: policy,
                     ..StoreOptions::default()
                 },
             ))
@@ -64,7 +64,7 @@ impl Env {
             }))
             .expect("propose");
         match proposed {
-            Proposed::Created(p) | Proposed::Repeated(p) => p.id,
+            Proposed::Created(p) | Proposed::Repeated(p) => p.id.into(),
             other => panic!("unexpected {other:?}"),
         }
     }

@@ -3,9 +3,9 @@
 use serde_json::Value;
 use supervise_protocol::{CacheScope, DiscoverResult, ServerCapabilities};
 
-use super::{CACHE_TTL_MS, Ctx, INSTRUCTIONS};
+use super::ctx::{CACHE_TTL_MS, Ctx, INSTRUCTIONS};
 
-pub fn call(ctx: &Ctx<'_>) -> Value {
+pub(crate) fn call(ctx: &Ctx<'_>) -> Value {
     let result = DiscoverResult::new(
         &ctx.app.server_info,
         super::empty::declare(ServerCapabilities::default().with_tools(false)),

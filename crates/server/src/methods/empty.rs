@@ -7,10 +7,10 @@
 use serde_json::{Value, json};
 use supervise_protocol::{ErrorCode, ErrorObject, ServerCapabilities};
 
-use super::{CACHE_TTL_MS, Ctx};
+use super::ctx::{CACHE_TTL_MS, Ctx};
 
 /// Adds the (empty) `prompts` and `resources` capabilities.
-pub fn declare(mut caps: ServerCapabilities) -> ServerCapabilities {
+pub(crate) fn declare(mut caps: ServerCapabilities) -> ServerCapabilities {
     caps.extra
         .insert("prompts".into(), json!({ "listChanged": false }));
     caps.extra.insert(
@@ -21,7 +21,7 @@ pub fn declare(mut caps: ServerCapabilities) -> ServerCapabilities {
 }
 
 /// An empty list result under `key`, with cache hints in 2026-07-28.
-pub fn list(ctx: &Ctx<'_>, key: &str) -> Value {
+pub(crate) fn list(ctx: &Ctx<'_>, key: &str) -> Value {
     let mut out = serde_json::Map::new();
     out.insert(key.into(), json!([]));
     if ctx.version.is_modern() {
@@ -32,7 +32,7 @@ pub fn list(ctx: &Ctx<'_>, key: &str) -> Value {
 }
 
 /// `prompts/get`: there are none.
-pub fn get_prompt(params: Option<&Value>) -> ErrorObject {
+pub(crate) fn get_prompt(params: Option<&Value>) -> ErrorObject {
     let name = params
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str)
@@ -43,7 +43,7 @@ pub fn get_prompt(params: Option<&Value>) -> ErrorObject {
 }
 
 /// `resources/read`: there are none (-32002 before 2026-07-28, -32602 from then on).
-pub fn read_resource(ctx: &Ctx<'_>, params: Option<&Value>) -> ErrorObject {
+pub(crate) fn read_resource(ctx: &Ctx<'_>, params: Option<&Value>) -> ErrorObject {
     let uri = params
         .and_then(|p| p.get("uri"))
         .and_then(Value::as_str)

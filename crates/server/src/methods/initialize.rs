@@ -6,9 +6,9 @@ use supervise_protocol::{
     ErrorObject, InitializeParams, InitializeResult, methods, negotiate, parse_params,
 };
 
-use super::{Ctx, INSTRUCTIONS};
+use super::ctx::{Ctx, INSTRUCTIONS};
 
-pub fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value, ErrorObject> {
+pub(crate) fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value, ErrorObject> {
     let params: InitializeParams = parse_params(methods::INITIALIZE, params)?;
     let version = negotiate(&params.protocol_version);
     tracing::debug!(requested = %params.protocol_version, answered = %version, client = ?params.client_info.as_ref().map(|c| &c.name), "initialize");

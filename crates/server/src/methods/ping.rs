@@ -2,6 +2,6 @@
 
 use serde_json::{Value, json};
 
-pub fn call() -> Value {
+pub(crate) fn call() -> Value {
     json!({})
 }

@@ -4,10 +4,10 @@
 use serde_json::Value;
 use supervise_protocol::{CallToolParams, ErrorObject, methods, parse_params};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::tools;
 
-pub async fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value, ErrorObject> {
+pub(crate) async fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value, ErrorObject> {
     let params: CallToolParams = parse_params(methods::TOOLS_CALL, params)?;
     let args = params.arguments.unwrap_or_default();
     let answer = match tools::parse(&params.name, &args) {

@@ -4,10 +4,10 @@
 use serde_json::Value;
 use supervise_protocol::{CacheScope, ListToolsResult};
 
-use super::{CACHE_TTL_MS, Ctx};
+use super::ctx::{CACHE_TTL_MS, Ctx};
 use crate::tools;
 
-pub fn call(ctx: &Ctx<'_>) -> Value {
+pub(crate) fn call(ctx: &Ctx<'_>) -> Value {
     let result = ListToolsResult::new(tools::definitions())
         .with_cache(CACHE_TTL_MS, CacheScope::Public)
         .for_version(ctx.version);

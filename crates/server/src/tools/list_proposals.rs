@@ -4,13 +4,13 @@ use serde_json::{Map, Value, json};
 use supervise_protocol::Tool;
 use supervise_store::Bottle;
 
-use crate::App;
 use crate::answer::{self, Answer};
+use crate::app::App;
 
-pub const NAME: &str = "list-proposals";
+pub(crate) const NAME: &str = "list-proposals";
 
-pub fn definition() -> Tool {
-    super::tool(
+pub(crate) fn definition() -> Tool {
+    super::schema::tool(
         NAME,
         "List proposals",
         "List your open proposals (undecided, or decided but not yet delivered to you), oldest \
@@ -43,13 +43,13 @@ pub fn definition() -> Tool {
     )
 }
 
-pub fn parse(args: &Map<String, Value>) -> Result<(), Answer> {
-    super::refuse_unknown(args, &[], NAME)
+pub(crate) fn parse(args: &Map<String, Value>) -> Result<(), Answer> {
+    super::args::refuse_unknown(args, &[], NAME)
 }
 
-pub async fn apply(app: &App, bottle: &Bottle) -> Answer {
+pub(crate) async fn apply(app: &App, bottle: &Bottle) -> Answer {
     match app.store.open_proposals(bottle.id).await {
         Ok(list) => answer::list(&list),
-        Err(e) => super::store_failure(&e, NAME),
+        Err(e) => answer::store_failure(&e, NAME),
     }
 }

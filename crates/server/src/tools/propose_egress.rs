@@ -4,21 +4,21 @@ use serde_json::{Map, Value, json};
 use supervise_protocol::Tool;
 use supervise_store::{Bottle, Kind};
 
-use crate::App;
-use crate::answer::Answer;
+use crate::answer::{self, Answer};
+use crate::app::App;
 
-pub const NAME: &str = "propose-egress";
+pub(crate) const NAME: &str = "propose-egress";
 
 /// The parsed arguments.
 #[derive(Debug)]
-pub struct Args {
-    pub host: String,
-    pub port: Option<Value>,
-    pub justification: String,
+pub(crate) struct Args {
+    pub(crate) host: String,
+    pub(crate) port: Option<Value>,
+    pub(crate) justification: String,
 }
 
-pub fn definition() -> Tool {
-    super::tool(
+pub(crate) fn definition() -> Tool {
+    super::schema::tool(
         NAME,
         "Propose egress",
         "Ask the human operator to allow network egress from this sandbox to a host (and port). \
@@ -43,7 +43,7 @@ pub fn definition() -> Tool {
                 },
                 "justification": {
                     "type": "string",
-                    "description": super::JUSTIFICATION_SCHEMA,
+                    "description": super::schema::JUSTIFICATION_SCHEMA,
                     "minLength": 1,
                     "maxLength": 2000
                 }
@@ -51,26 +51,30 @@ pub fn definition() -> Tool {
             "required": ["host", "justification"],
             "additionalProperties": false
         }),
-        super::proposal_output_schema(),
+        super::schema::proposal_output_schema(),
         false,
     )
 }
 
-pub fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
-    super::refuse_unknown(args, &["host", "port", "justification"], NAME)?;
-    let host = super::required_string(args, "host", NAME)?;
+pub(crate) fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
+    super::args::refuse_unknown(args, &["host", "port", "justification"], NAME)?;
+    let host = super::args::required_string(args, "host", NAME)?;
     let port = match args.get("port") {
         None | Some(Value::Null) => None,
         // Models sometimes quote numbers: accept "8443" as 8443.
         Some(Value::String(s)) => match s.trim().parse::<u64>() {
             Ok(n) => Some(Value::from(n)),
             Err(_) => {
-                return Err(super::bad("port", "must be a number from 1 to 65535", NAME));
+                return Err(answer::bad_argument(
+                    "port",
+                    "must be a number from 1 to 65535",
+                    NAME,
+                ));
             }
         },
         Some(v) => Some(v.clone()),
     };
-    let justification = super::required_string(args, "justification", NAME)?;
+    let justification = super::args::required_string(args, "justification", NAME)?;
     Ok(Args {
         host,
         port,
@@ -78,13 +82,13 @@ pub fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
     })
 }
 
-pub async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
+pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
     let mut change = Map::new();
     change.insert("host".into(), Value::from(args.host));
     if let Some(port) = args.port {
         change.insert("port".into(), port);
     }
-    super::file_and_wait(
+    crate::grace::file_and_wait(
         app,
         bottle,
         Kind::Egress,

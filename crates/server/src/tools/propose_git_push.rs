@@ -4,21 +4,21 @@ use serde_json::{Map, Value, json};
 use supervise_protocol::Tool;
 use supervise_store::{Bottle, Kind};
 
-use crate::App;
 use crate::answer::Answer;
+use crate::app::App;
 
-pub const NAME: &str = "propose-git-push";
+pub(crate) const NAME: &str = "propose-git-push";
 
 /// The parsed arguments.
 #[derive(Debug)]
-pub struct Args {
-    pub remote: String,
-    pub git_ref: String,
-    pub justification: String,
+pub(crate) struct Args {
+    pub(crate) remote: String,
+    pub(crate) git_ref: String,
+    pub(crate) justification: String,
 }
 
-pub fn definition() -> Tool {
-    super::tool(
+pub(crate) fn definition() -> Tool {
+    super::schema::tool(
         NAME,
         "Propose git push",
         "Ask the human operator to allow pushing a ref to a git remote through the git gate. \
@@ -41,7 +41,7 @@ pub fn definition() -> Tool {
                 },
                 "justification": {
                     "type": "string",
-                    "description": super::JUSTIFICATION_SCHEMA,
+                    "description": super::schema::JUSTIFICATION_SCHEMA,
                     "minLength": 1,
                     "maxLength": 2000
                 }
@@ -49,21 +49,21 @@ pub fn definition() -> Tool {
             "required": ["remote", "ref", "justification"],
             "additionalProperties": false
         }),
-        super::proposal_output_schema(),
+        super::schema::proposal_output_schema(),
         false,
     )
 }
 
-pub fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
-    super::refuse_unknown(args, &["remote", "ref", "justification"], NAME)?;
+pub(crate) fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
+    super::args::refuse_unknown(args, &["remote", "ref", "justification"], NAME)?;
     Ok(Args {
-        remote: super::required_string(args, "remote", NAME)?,
-        git_ref: super::required_string(args, "ref", NAME)?,
-        justification: super::required_string(args, "justification", NAME)?,
+        remote: super::args::required_string(args, "remote", NAME)?,
+        git_ref: super::args::required_string(args, "ref", NAME)?,
+        justification: super::args::required_string(args, "justification", NAME)?,
     })
 }
 
-pub async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
+pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
     let change = json!({ "remote": args.remote, "ref": args.git_ref });
-    super::file_and_wait(app, bottle, Kind::GitPush, change, args.justification, NAME).await
+    crate::grace::file_and_wait(app, bottle, Kind::GitPush, change, args.justification, NAME).await
 }

@@ -4,34 +4,34 @@ use serde_json::{Map, Value};
 use supervise_protocol::Tool;
 use supervise_store::{Bottle, StoreError};
 
-use crate::App;
 use crate::answer::{self, Answer};
+use crate::app::App;
 
-pub const NAME: &str = "withdraw-proposal";
+pub(crate) const NAME: &str = "withdraw-proposal";
 
 /// The parsed arguments.
 #[derive(Debug)]
-pub struct Args {
-    pub proposal_id: String,
+pub(crate) struct Args {
+    pub(crate) proposal_id: String,
 }
 
-pub fn definition() -> Tool {
-    super::tool(
+pub(crate) fn definition() -> Tool {
+    super::schema::tool(
         NAME,
         "Withdraw proposal",
         "Withdraw one of your undecided proposals (when you no longer need it). A decided \
          proposal cannot be withdrawn: read its decision with check-proposal.",
-        super::proposal_id_input_schema(),
-        super::proposal_output_schema(),
+        super::schema::proposal_id_input_schema(),
+        super::schema::proposal_output_schema(),
         false,
     )
 }
 
-pub fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
-    super::proposal_id_arg(args, NAME).map(|proposal_id| Args { proposal_id })
+pub(crate) fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
+    super::args::proposal_id_arg(args, NAME).map(|proposal_id| Args { proposal_id })
 }
 
-pub async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
+pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
     match app.store.withdraw(bottle.id, &args.proposal_id).await {
         Ok(p) => {
             tracing::info!(bottle = %bottle.slug, proposal = %p.id, "proposal withdrawn by the agent");
@@ -46,6 +46,6 @@ pub async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
             Some("proposal_id"),
             "call check-proposal with this id to read its outcome.",
         ),
-        Err(e) => super::store_failure(&e, NAME),
+        Err(e) => answer::store_failure(&e, NAME),
     }
 }

@@ -240,7 +240,7 @@ pub async fn wait_pending(store: &Store, n: usize) -> Vec<String> {
             .await
             .unwrap();
         if list.len() >= n {
-            return list.into_iter().map(|p| p.id).collect();
+            return list.into_iter().map(|p| p.id.into()).collect();
         }
         assert!(
             start.elapsed() < Duration::from_secs(10),
@@ -286,4 +286,46 @@ pub async fn post(
 /// client needs one).
 pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A batch of `n` `tools/list` requests (revision 2025-03-26, the one with batches): a small
+/// body whose answer is several kilobytes per item.
+pub fn tools_list_batch(n: usize) -> String {
+    let item = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    format!("[{}]", vec![item; n].join(","))
+}
+
+/// How many pipelined requests [`non_reading_client`] sends: with a batch of 32 `tools/list`
+/// each, about 11 MB of answers, far more than the socket buffers hold.
+pub const STALLED_REQUESTS: usize = 100;
+
+/// A connection from `source` with a tiny receive buffer that sends `body` as
+/// [`STALLED_REQUESTS`] pipelined `POST /mcp` requests and reads only the start of the first
+/// answer: the rest stops at the full socket buffers. Returns once the answer has started (it
+/// is built before its first byte is sent).
+pub fn non_reading_client(addr: SocketAddr, source: &str, body: &str) -> std::net::TcpStream {
+    use socket2::{Domain, Socket, Type};
+    use std::io::Write;
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+    socket.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+    let from: SocketAddr = format!("{source}:0").parse().unwrap();
+    socket.bind(&from.into()).expect("bind the source address");
+    socket.connect(&addr.into()).expect("connect");
+    let mut stream: std::net::TcpStream = socket.into();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let one = format!("{head}{body}");
+    stream
+        .write_all(one.repeat(STALLED_REQUESTS).as_bytes())
+        .expect("send the requests");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut start = [0u8; 12];
+    std::io::Read::read_exact(&mut stream, &mut start).expect("the answer starts");
+    assert_eq!(&start, b"HTTP/1.1 200");
+    stream
 }

@@ -89,3 +89,78 @@ async fn serve_returns_on_shutdown_even_with_an_idle_keep_alive_connection() {
     // And no longer accepts.
     assert!(TcpStream::connect(server.addr).await.is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_its_answer_is_dropped_after_the_write_timeout() {
+    use std::io::Read;
+    let server = start(Config {
+        write_timeout: Duration::from_millis(500),
+        ..Config::default()
+    })
+    .await;
+    let mut stalled = crate::harness::non_reading_client(
+        server.addr,
+        crate::harness::ALPHA,
+        &crate::harness::tools_list_batch(32),
+    );
+    // The answer fills the socket buffers, then nothing moves for longer than the timeout.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let read = tokio::task::spawn_blocking(move || {
+        stalled
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut buf = Vec::new();
+        let ended = stalled.read_to_end(&mut buf);
+        (ended, buf)
+    })
+    .await
+    .unwrap();
+    let (ended, buf) = read;
+    if let Err(e) = &ended {
+        assert_ne!(e.kind(), std::io::ErrorKind::WouldBlock, "still open: {e}");
+        assert_ne!(e.kind(), std::io::ErrorKind::TimedOut, "still open: {e}");
+    }
+    // The first status line was read before; count the answers that started after it.
+    let text = String::from_utf8_lossy(&buf);
+    let answers = 1 + text.matches("HTTP/1.1 200").count();
+    assert!(
+        answers < crate::harness::STALLED_REQUESTS,
+        "all {answers} answers arrived"
+    );
+    eprintln!(
+        "got {} bytes before the server dropped the connection",
+        buf.len()
+    );
+
+    server.stop.send(()).unwrap();
+    server.task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_returns_within_the_drain_time_even_if_a_client_never_reads() {
+    let drain = Duration::from_secs(1);
+    let server = start(Config {
+        drain_timeout: drain,
+        // Only the drain deadline can end this connection.
+        write_timeout: Duration::from_secs(3600),
+        ..Config::default()
+    })
+    .await;
+    let stalled = crate::harness::non_reading_client(
+        server.addr,
+        crate::harness::ALPHA,
+        &crate::harness::tools_list_batch(32),
+    );
+    // The server answers the pipelined requests until the socket buffers are full and one
+    // answer is stuck half-written.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    server.stop.send(()).unwrap();
+    tokio::time::timeout(drain + Duration::from_secs(1), server.task)
+        .await
+        .expect("serve returned within the drain time plus a second")
+        .unwrap()
+        .unwrap();
+    eprintln!("serve returned {:?} after shutdown", started.elapsed());
+    drop(stalled);
+}

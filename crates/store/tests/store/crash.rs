@@ -1,14 +1,12 @@
 //! A process killed with SIGKILL in the middle of proposing loses nothing it reported and
 //! leaves a database that passes `PRAGMA integrity_check`.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::common::*;
 use sqlx::Connection;
-use supervise_store::Policy;
+use supervise_store::{EventKind, ProposalLimits};
 
 const CHILD_ENV: &str = "SUPERVISE_CRASH_CHILD_DB";
 
@@ -22,9 +20,9 @@ async fn child_proposer() {
     };
     let store = open_with(
         path.as_ref(),
-        Policy {
+        ProposalLimits {
             max_pending_per_bottle: None,
-            ..Policy::default()
+            ..ProposalLimits::default()
         },
     )
     .await;
@@ -49,7 +47,7 @@ fn killed_proposer_loses_nothing() {
     for (round, kill_after) in [3usize, 11, 29, 1, 47].into_iter().enumerate() {
         let mut child = Command::new(&exe)
             .args([
-                "child_proposer",
+                "crash::child_proposer",
                 "--exact",
                 "--ignored",
                 "--nocapture",
@@ -103,7 +101,8 @@ fn killed_proposer_loses_nothing() {
                 .unwrap_or_else(|e| panic!("{id} lost: {e}"));
             assert_eq!(&p.id, id);
             assert_eq!(
-                history[0].event, "proposed",
+                history[0].event,
+                EventKind::Proposed,
                 "the event was committed with the row"
             );
         }

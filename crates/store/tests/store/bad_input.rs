@@ -1,10 +1,8 @@
 //! Every bad input gets its typed error and leaves the database exactly as it was.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
-use supervise_store::{Kind, NewProposal, StoreError, Verdict};
+use supervise_store::{BottleId, Kind, NewProposal, StoreError, Verdict};
 
 fn invalid_field(r: Result<impl std::fmt::Debug, StoreError>) -> String {
     match r {
@@ -132,7 +130,7 @@ async fn bad_proposals_are_refused_and_write_nothing() {
     }
     // A bottle that does not exist.
     let ghost = NewProposal {
-        bottle_id: 9999,
+        bottle_id: BottleId::from_row(9999),
         ..egress(&b, "a.com")
     };
     assert!(matches!(

@@ -1,13 +1,11 @@
 //! Another process holding the write lock past the busy timeout: calls fail with a clear,
 //! retryable error, write nothing, and work again once the lock is released.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use sqlx::Connection;
-use supervise_store::{Policy, Store, StoreError, StoreOptions, Verdict};
+use supervise_store::{ProposalLimits, Store, StoreError, StoreOptions, Verdict};
 
 #[tokio::test]
 async fn busy_database_is_retryable_and_recovers() {
@@ -21,7 +19,7 @@ async fn busy_database_is_retryable_and_recovers() {
         &db.path,
         StoreOptions {
             busy_timeout: Duration::from_millis(300),
-            policy: Policy::default(),
+            limits: ProposalLimits::default(),
             ..StoreOptions::default()
         },
     )

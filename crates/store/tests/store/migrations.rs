@@ -1,9 +1,7 @@
 //! Opening files: a new file is created and migrated, reopening is a no-op, and a file that
 //! is not ours (or is newer than us) is refused and left byte-for-byte untouched.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use sqlx::Connection;
 use supervise_store::{Store, StoreError, StoreOptions};
 

@@ -1,12 +1,13 @@
 //! Story tests: a proposal's whole life through the store's public API, on a real file.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
-use supervise_store::{Delivery, Policy, Proposed, Status, StatusFilter, StoreError, Verdict};
+use supervise_store::{
+    Delivery, EndReason, EventKind, Flag, ProposalLimits, Proposed, Status, StatusFilter,
+    StoreError, Verdict,
+};
 
 #[tokio::test]
 async fn propose_repeat_approve_deliver_once() {
@@ -54,7 +55,7 @@ async fn propose_repeat_approve_deliver_once() {
     assert_eq!(d.note.as_deref(), Some("ok for the build"));
     assert_eq!(d.change, Some(json!({"host": "example.com", "port": 443})));
 
-    let grants = store.policy_of("demo").await.unwrap();
+    let grants = store.grants_in_force("demo").await.unwrap();
     assert_eq!(grants.len(), 1);
     assert_eq!(grants[0].proposal_id, p.id);
     assert_eq!(grants[0].expires_at, None);
@@ -135,8 +136,8 @@ async fn modify_merges_validates_and_flags_widening() {
         p.decision.unwrap().change,
         Some(json!({"host": "*.example.com", "port": 443}))
     );
-    assert_eq!(p.flags, vec!["wildcard-host", "widened"]);
-    let grants = store.policy_of("demo").await.unwrap();
+    assert_eq!(p.flags, vec![Flag::WildcardHost, Flag::Widened]);
+    let grants = store.grants_in_force("demo").await.unwrap();
     assert_eq!(
         grants[0].change,
         json!({"host": "*.example.com", "port": 443})
@@ -161,7 +162,7 @@ async fn reject_then_cooldown_answers_at_once() {
         .await
         .unwrap();
     assert!(
-        store.policy_of("demo").await.unwrap().is_empty(),
+        store.grants_in_force("demo").await.unwrap().is_empty(),
         "rejects grant nothing"
     );
 
@@ -180,9 +181,9 @@ async fn reject_then_cooldown_answers_at_once() {
 
     // Without a cooldown the same change is queued again.
     let no_cooldown = db
-        .open_policy(Policy {
+        .open_limits(ProposalLimits {
             reject_cooldown: None,
-            ..Policy::default()
+            ..ProposalLimits::default()
         })
         .await;
     assert!(matches!(
@@ -269,9 +270,9 @@ async fn withdraw_archives_and_refuses_decided() {
 async fn proposals_expire_on_read_and_by_sweep() {
     let db = TestDb::new();
     let store = db
-        .open_policy(Policy {
+        .open_limits(ProposalLimits {
             proposal_ttl: Some(Duration::from_secs(1)),
-            ..Policy::default()
+            ..ProposalLimits::default()
         })
         .await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
@@ -317,7 +318,7 @@ async fn proposals_expire_on_read_and_by_sweep() {
     assert_eq!(s.expired_proposals, 1);
     let (shown, history) = store.show(&swept).await.unwrap();
     assert_eq!(shown.status, Status::Expired);
-    assert_eq!(history.last().unwrap().event, "expired");
+    assert_eq!(history.last().unwrap().event, EventKind::Expired);
     assert_eq!(history.last().unwrap().actor, "system");
     assert_eq!(store.sweep().await.unwrap().expired_proposals, 0);
 
@@ -349,9 +350,9 @@ async fn grants_expire_and_revoke() {
         .decide(&long, Verdict::Approve, "op", None, None)
         .await
         .unwrap();
-    assert_eq!(store.policy_of("demo").await.unwrap().len(), 2);
+    assert_eq!(store.grants_in_force("demo").await.unwrap().len(), 2);
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    let live = store.policy_of("demo").await.unwrap();
+    let live = store.grants_in_force("demo").await.unwrap();
     assert_eq!(
         live.len(),
         1,
@@ -360,12 +361,14 @@ async fn grants_expire_and_revoke() {
     assert_eq!(live[0].proposal_id, long);
     assert_eq!(store.sweep().await.unwrap().expired_grants, 1);
     let audit = store.audit(Some("demo")).await.unwrap();
-    assert!(audit.iter().any(|e| e.event == "grant-expired"
-        && e.proposal_id.as_deref() == Some(short.as_str())));
+    assert!(
+        audit.iter().any(|e| e.event == EventKind::GrantExpired
+            && e.proposal_id.as_deref() == Some(short.as_str()))
+    );
 
     let g = store.revoke(&live[0].id, "bob").await.unwrap();
-    assert_eq!(g.end_reason.as_deref(), Some("revoked"));
-    assert!(store.policy_of("demo").await.unwrap().is_empty());
+    assert_eq!(g.end_reason, Some(EndReason::Revoked));
+    assert!(store.grants_in_force("demo").await.unwrap().is_empty());
     assert!(matches!(
         store.revoke(&live[0].id, "bob").await,
         Err(StoreError::GrantEnded { .. })
@@ -380,9 +383,9 @@ async fn grants_expire_and_revoke() {
 async fn pending_cap_per_bottle() {
     let db = TestDb::new();
     let store = db
-        .open_policy(Policy {
+        .open_limits(ProposalLimits {
             max_pending_per_bottle: Some(2),
-            ..Policy::default()
+            ..ProposalLimits::default()
         })
         .await;
     let a = bottle(&store, "alpha", "127.0.0.2").await;
@@ -428,7 +431,7 @@ async fn removed_bottle_is_a_new_bottle_when_added_again() {
     let (p, _) = store.show(&pending).await.unwrap();
     assert_eq!(p.status, Status::Withdrawn);
     assert!(matches!(
-        store.policy_of("demo").await,
+        store.grants_in_force("demo").await,
         Err(StoreError::BottleNotFound(_))
     ));
 
@@ -444,7 +447,7 @@ async fn removed_bottle_is_a_new_bottle_when_added_again() {
         new.id
     );
     assert!(
-        store.policy_of("demo").await.unwrap().is_empty(),
+        store.grants_in_force("demo").await.unwrap().is_empty(),
         "grants died with the old bottle"
     );
     assert!(store.open_proposals(new.id).await.unwrap().is_empty());
@@ -460,12 +463,12 @@ async fn removed_bottle_is_a_new_bottle_when_added_again() {
         .map(|e| e.event)
         .collect();
     for want in [
-        "bottle-added",
-        "withdrawn",
-        "grant-revoked",
-        "bottle-removed",
+        EventKind::BottleAdded,
+        EventKind::Withdrawn,
+        EventKind::GrantRevoked,
+        EventKind::BottleRemoved,
     ] {
-        assert!(audit.iter().any(|e| e == want), "{want} in {audit:?}");
+        assert!(audit.contains(&want), "{want} in {audit:?}");
     }
 }
 
@@ -514,7 +517,7 @@ async fn change_feed_and_views() {
         .unwrap();
     let after_mid = store.events_after(mid, 100).await.unwrap();
     assert_eq!(after_mid.len(), 1);
-    assert_eq!(after_mid[0].event, "approved");
+    assert_eq!(after_mid[0].event, EventKind::Approved);
     assert_eq!(after_mid[0].proposal_id.as_deref(), Some(id.as_str()));
     assert!(
         store
@@ -585,7 +588,7 @@ async fn decisions_name_their_grant_and_ids_abbreviate() {
         .unwrap()
         .grant_id
         .expect("approve records a grant");
-    assert_eq!(store.policy_of("demo").await.unwrap()[0].id, grant_id);
+    assert_eq!(store.grants_in_force("demo").await.unwrap()[0].id, grant_id);
     let rejected = store
         .decide(&r, Verdict::Reject, "op", None, None)
         .await

@@ -1,12 +1,10 @@
 //! Shared set-up for the store's integration tests: real database files in temp dirs.
-#![allow(dead_code)]
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use supervise_store::{Bottle, Kind, NewProposal, Policy, Proposed, Store, StoreOptions};
+use supervise_store::{Bottle, Kind, NewProposal, ProposalLimits, Proposed, Store, StoreOptions};
 
 pub struct TestDb {
     pub dir: tempfile::TempDir,
@@ -21,19 +19,19 @@ impl TestDb {
     }
 
     pub async fn open(&self) -> Store {
-        open_with(&self.path, Policy::default()).await
+        open_with(&self.path, ProposalLimits::default()).await
     }
 
-    pub async fn open_policy(&self, policy: Policy) -> Store {
-        open_with(&self.path, policy).await
+    pub async fn open_limits(&self, limits: ProposalLimits) -> Store {
+        open_with(&self.path, limits).await
     }
 }
 
-pub async fn open_with(path: &Path, policy: Policy) -> Store {
+pub async fn open_with(path: &Path, limits: ProposalLimits) -> Store {
     Store::open(
         path,
         StoreOptions {
-            policy,
+            limits,
             ..StoreOptions::default()
         },
     )
@@ -68,7 +66,7 @@ pub fn git_push(bottle: &Bottle, reference: &str) -> NewProposal {
 
 pub async fn created(store: &Store, item: NewProposal) -> String {
     match store.propose(item).await.expect("propose") {
-        Proposed::Created(p) => p.id,
+        Proposed::Created(p) => p.id.into(),
         other => panic!("expected a new proposal, got {other:?}"),
     }
 }
@@ -94,8 +92,4 @@ pub async fn counts(path: &Path) -> Value {
     .await
     .expect("counts");
     serde_json::from_str(&text).expect("json")
-}
-
-pub fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
 }

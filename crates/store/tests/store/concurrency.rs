@@ -1,25 +1,31 @@
 //! Races between two pools on one file, as the server and the CLI are: a decision is
 //! delivered exactly once, and of two conflicting decisions exactly one wins.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
-use supervise_store::{Delivery, Policy, Status, Store, StoreError, Verdict};
+use supervise_store::{
+    BottleId, Delivery, EventKind, ProposalLimits, Status, Store, StoreError, Verdict,
+};
 
 /// Two independent stores (pools, writer slots) on the same file.
 async fn two_pools(db: &TestDb) -> (Store, Store) {
-    let policy = Policy {
+    let policy = ProposalLimits {
         max_pending_per_bottle: None,
-        ..Policy::default()
+        ..ProposalLimits::default()
     };
-    (db.open_policy(policy).await, db.open_policy(policy).await)
+    (db.open_limits(policy).await, db.open_limits(policy).await)
 }
 
 /// Polls `id` from `n` tasks split across both pools; returns (decided, unknown, pending).
-async fn poll_all(a: &Store, b: &Store, bottle: i64, id: &str, n: usize) -> (usize, usize, usize) {
+async fn poll_all(
+    a: &Store,
+    b: &Store,
+    bottle: BottleId,
+    id: &str,
+    n: usize,
+) -> (usize, usize, usize) {
     let mut tasks = Vec::new();
     for i in 0..n {
         let store = if i % 2 == 0 { a.clone() } else { b.clone() };
@@ -56,7 +62,7 @@ async fn sixty_four_polls_deliver_once() {
         .await
         .unwrap()
         .iter()
-        .filter(|e| e.event == "delivered")
+        .filter(|e| e.event == EventKind::Delivered)
         .count();
     assert_eq!(delivered, 1, "one delivery in the audit trail");
 }
@@ -163,7 +169,7 @@ async fn approve_racing_reject_one_wins() {
         assert_eq!(p.status, winner);
         let decisions = history
             .iter()
-            .filter(|e| e.event == "approved" || e.event == "rejected")
+            .filter(|e| e.event == EventKind::Approved || e.event == EventKind::Rejected)
             .count();
         assert_eq!(decisions, 1);
     }
@@ -212,7 +218,7 @@ async fn batch_delivery_races_single_polls_and_delivers_once() {
         }
         ids.push(id);
     }
-    let items: Vec<(i64, String)> = ids.iter().map(|id| (b.id, id.clone())).collect();
+    let items: Vec<(BottleId, String)> = ids.iter().map(|id| (b.id, id.clone())).collect();
     let batch = {
         let server = server.clone();
         let items = items.clone();
@@ -232,7 +238,7 @@ async fn batch_delivery_races_single_polls_and_delivers_once() {
         match d {
             Delivery::Decided(p) => {
                 assert_eq!(p.id, ids[i], "results follow the order asked");
-                *delivered.entry(p.id.clone()).or_default() += 1;
+                *delivered.entry(p.id.clone().into()).or_default() += 1;
             }
             Delivery::Pending(p) => assert_eq!(p.id, ids[i]),
             Delivery::Unknown => {}
@@ -241,7 +247,7 @@ async fn batch_delivery_races_single_polls_and_delivers_once() {
     }
     for s in singles {
         if let Delivery::Decided(p) = s.await.unwrap().unwrap() {
-            *delivered.entry(p.id).or_default() += 1;
+            *delivered.entry(p.id.into()).or_default() += 1;
         }
     }
     assert_eq!(delivered.len(), 20, "every decided proposal delivered");

@@ -1,0 +1,290 @@
+//! The one reader of the store's change feed. A task reads the events after its position
+//! every watch interval (one range scan, whatever the number of subscribers) and publishes
+//! each page as a batch; the waiters' watcher and the hook runner subscribe to it. A
+//! subscriber that falls behind reads the gap from the store itself, page by page, so it
+//! loses nothing and the reader never waits for it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use supervise_store::{Event, Store};
+use tokio::sync::{broadcast, watch};
+
+use crate::shutdown::Shutdown;
+
+/// Events read at once, by the reader and by a subscriber catching up.
+const PAGE: u32 = 1000;
+/// Batches kept for a subscriber that is slow to take them; past that it catches up from
+/// the store.
+const CAPACITY: usize = 64;
+/// How long a subscriber that could not read its gap waits before it tries again.
+const RETRY: Duration = Duration::from_millis(200);
+
+/// One page of the feed, as the reader read it.
+#[derive(Debug, Clone)]
+struct Batch {
+    /// The position the page was read after: a subscriber whose own position is older
+    /// missed events and reads them first.
+    after: i64,
+    /// Shared, not copied, by every subscriber.
+    events: Arc<[Event]>,
+}
+
+/// What a subscriber is told.
+#[derive(Debug)]
+pub(crate) enum Update {
+    /// The next events, in order, none seen before by this subscriber.
+    Events(Arc<[Event]>),
+    /// The feed stopped (`true`) or started again (`false`) being readable.
+    Failing(bool),
+}
+
+/// The reader, before it runs. Subscribe first: [`Feed::run`] takes it, so nobody can
+/// subscribe once batches flow.
+#[derive(Debug)]
+pub(crate) struct Feed {
+    store: Store,
+    start: i64,
+    /// A `broadcast`: every subscriber sees every batch and the reader never waits for a
+    /// slow one; a subscriber more than [`CAPACITY`] batches behind is told it lagged and
+    /// reads the gap from the store, so memory stays bounded whatever a subscriber does.
+    batches: broadcast::Sender<Batch>,
+    /// A `watch`: subscribers need the feed's health now, never the history of it.
+    failing: watch::Sender<bool>,
+}
+
+/// One subscriber's view of the feed.
+#[derive(Debug)]
+pub(crate) struct Subscription {
+    store: Store,
+    /// The last event this subscriber was given.
+    seq: i64,
+    batches: broadcast::Receiver<Batch>,
+    failing: watch::Receiver<bool>,
+    /// False once the reader is gone (its health can no longer change).
+    health_open: bool,
+    /// A batch received while a gap before it is being read.
+    held: Option<Batch>,
+}
+
+impl Feed {
+    /// A reader of the events after `start` (read it before accepting requests, so no event
+    /// of this run is missed).
+    pub(crate) fn new(store: Store, start: i64) -> Feed {
+        let (batches, _) = broadcast::channel(CAPACITY);
+        Feed {
+            store,
+            start,
+            batches,
+            failing: watch::Sender::new(false),
+        }
+    }
+
+    /// A subscriber that will be given every event after the start position.
+    pub(crate) fn subscribe(&self) -> Subscription {
+        Subscription {
+            store: self.store.clone(),
+            seq: self.start,
+            batches: self.batches.subscribe(),
+            failing: self.failing.subscribe(),
+            health_open: true,
+            held: None,
+        }
+    }
+
+    /// Reads the feed every `every` and publishes what it finds, until shutdown starts.
+    pub(crate) async fn run(self, every: Duration, shutdown: Shutdown) {
+        let mut seq = self.start;
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let stop = shutdown.started();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = &mut stop => return,
+            }
+            loop {
+                match self.store.events_after(seq, PAGE).await {
+                    Ok(events) => {
+                        if self.set_failing(false) {
+                            tracing::info!("change feed readable again");
+                        }
+                        let full = events.len() == PAGE as usize;
+                        if let Some(last) = events.last() {
+                            let after = seq;
+                            seq = last.seq;
+                            // No subscriber is not an error: nothing to tell.
+                            let _ = self.batches.send(Batch {
+                                after,
+                                events: events.into(),
+                            });
+                        }
+                        if !full {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        if self.set_failing(true) {
+                            tracing::warn!(error = %e, "reading the change feed failed; waiters fall back to periodic checks");
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records the feed's health, telling subscribers only of a change; returns whether it
+    /// changed.
+    fn set_failing(&self, failing: bool) -> bool {
+        self.failing
+            .send_if_modified(|f| std::mem::replace(f, failing) != failing)
+    }
+}
+
+impl Subscription {
+    /// The next update; `None` once the reader stopped. Cancel-safe: dropping the future
+    /// loses nothing.
+    pub(crate) async fn next(&mut self) -> Option<Update> {
+        loop {
+            let batch = match self.held.take() {
+                Some(b) => b,
+                None => tokio::select! {
+                    biased;
+                    changed = self.failing.changed(), if self.health_open => {
+                        match changed {
+                            Ok(()) => return Some(Update::Failing(*self.failing.borrow_and_update())),
+                            Err(_) => self.health_open = false,
+                        }
+                        continue;
+                    }
+                    got = self.batches.recv() => match got {
+                        Ok(b) => b,
+                        // The next batch shows the gap, which is then read from the store.
+                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                            tracing::debug!(batches = n, "a feed subscriber fell behind; reading the gap from the store");
+                            continue;
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    },
+                },
+            };
+            if batch.after > self.seq {
+                let gap = self.store.events_after(self.seq, PAGE).await;
+                self.held = Some(batch);
+                match gap {
+                    Ok(events) => match events.last() {
+                        Some(last) => {
+                            self.seq = last.seq;
+                            return Some(Update::Events(events.into()));
+                        }
+                        None => {
+                            // Nothing there after all: the batch follows on directly.
+                            if let Some(b) = &self.held {
+                                self.seq = b.after;
+                            }
+                        }
+                    },
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a feed subscriber could not read its gap; retrying");
+                        tokio::time::sleep(RETRY).await;
+                    }
+                }
+                continue;
+            }
+            let Some(last) = batch.events.last().map(|e| e.seq) else {
+                continue;
+            };
+            if last <= self.seq {
+                continue;
+            }
+            let events = if batch.after == self.seq {
+                batch.events
+            } else {
+                // Partly read while catching up: only the rest is new.
+                batch
+                    .events
+                    .iter()
+                    .filter(|e| e.seq > self.seq)
+                    .cloned()
+                    .collect()
+            };
+            self.seq = last;
+            return Some(Update::Events(events));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use supervise_store::{Kind, NewProposal, StoreOptions};
+
+    async fn next_events(sub: &mut Subscription) -> Vec<i64> {
+        loop {
+            let update = tokio::time::timeout(Duration::from_secs(5), sub.next())
+                .await
+                .expect("an update in time")
+                .expect("the reader runs");
+            if let Update::Events(e) = update {
+                return e.iter().map(|e| e.seq).collect();
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn every_subscriber_gets_every_event_once_in_order_even_one_that_lags() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("f.db"), StoreOptions::default())
+            .await
+            .unwrap();
+        let bottle_id = store
+            .add_bottle("demo", "127.0.0.1".parse().unwrap(), "test")
+            .await
+            .unwrap()
+            .id;
+        let start = store.last_seq().await.unwrap();
+        let feed = Feed::new(store.clone(), start);
+        let mut prompt = feed.subscribe();
+        let mut slow = feed.subscribe();
+        let (trigger, shutdown) = crate::shutdown::channel();
+        let reader = tokio::spawn(feed.run(Duration::from_millis(5), shutdown));
+        let mut seen = Vec::new();
+        // More batches than the channel keeps (at least one per round), while `slow` takes
+        // none. Withdrawing keeps the bottle under its pending cap.
+        for i in 0..(CAPACITY + 8) {
+            let p = store
+                .propose(NewProposal {
+                    bottle_id,
+                    kind: Kind::Egress,
+                    change: json!({ "host": format!("h{i}.example") }),
+                    justification: "test".into(),
+                })
+                .await
+                .unwrap();
+            store.withdraw(bottle_id, &p.proposal().id).await.unwrap();
+            let end = store.last_seq().await.unwrap();
+            while seen.last() != Some(&end) {
+                seen.extend(next_events(&mut prompt).await);
+            }
+        }
+        let want: Vec<i64> = store
+            .events_after(start, 10_000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seen, want);
+        let mut got = Vec::new();
+        while got.len() < want.len() {
+            got.extend(next_events(&mut slow).await);
+        }
+        assert_eq!(got, want);
+        trigger.start();
+        reader.await.unwrap();
+        assert!(prompt.next().await.is_none());
+    }
+}

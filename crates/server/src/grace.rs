@@ -1,0 +1,100 @@
+//! The propose-and-wait flow the proposal tools share: file the proposal through the
+//! writer, take a place in the wait budget, register as a waiter and wait the grace window;
+//! and the one mapping from what the store delivers to the answer a tool gives.
+
+use serde_json::Value;
+use supervise_store::{Bottle, Delivery, Kind, NewProposal, Proposed, StoreError};
+
+use crate::answer::{self, Answer};
+use crate::app::App;
+use crate::waiters::Waited;
+
+/// Who received a delivered decision (it is logged).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Via {
+    /// A proposal call waiting in its grace window.
+    Waiting,
+    /// A `check-proposal` poll.
+    Poll,
+}
+
+/// Files a proposal through the writer, then waits up to the grace window for a decision.
+/// `tool` names the calling tool in refusals.
+pub(crate) async fn file_and_wait(
+    app: &App,
+    bottle: &Bottle,
+    kind: Kind,
+    change: Value,
+    justification: String,
+    tool: &str,
+) -> Answer {
+    let filed = app
+        .writer
+        .propose(NewProposal {
+            bottle_id: bottle.id,
+            kind,
+            change,
+            justification,
+        })
+        .await;
+    let p = match filed {
+        Ok(Proposed::AutoRejected(p)) => return answer::auto_rejected(&p),
+        Ok(Proposed::Created(p)) => p,
+        Ok(Proposed::Repeated(p)) => p,
+        Err(StoreError::Invalid { field, message }) => {
+            let field = if field == "change" {
+                "arguments".to_string()
+            } else {
+                field
+            };
+            return answer::bad_argument(&field, &message, tool);
+        }
+        Err(e @ StoreError::PendingCapReached { .. }) => {
+            return answer::refused(
+                e.to_string(),
+                None,
+                "wait for the operator to decide your open proposals (list-proposals shows them) before proposing more.",
+            );
+        }
+        Err(e) => return answer::store_failure(&e, tool),
+    };
+    if app.config.grace.is_zero() || app.shutdown.is_started() {
+        return answer::pending(&p);
+    }
+    let _place = match app.budget.try_acquire(bottle.id) {
+        Ok(place) => place,
+        Err(full) => {
+            tracing::debug!(bottle = %bottle.slug, proposal = %p.id, ?full, "wait limit reached; answering pending at once");
+            return answer::pending(&p);
+        }
+    };
+    let deadline = tokio::time::Instant::now() + app.config.grace;
+    let waited = app
+        .waiters
+        .wait(&app.store, bottle.id, &p.id, deadline, &app.shutdown)
+        .await;
+    match waited {
+        Waited::Delivered(d) => delivered(*d, &p.id, bottle, Via::Waiting),
+        Waited::TimedOut | Waited::ShuttingDown => answer::pending(&p),
+    }
+}
+
+/// The answer for what the store delivered on proposal `id` of `bottle`.
+pub(crate) fn delivered(d: Delivery, id: &str, bottle: &Bottle, via: Via) -> Answer {
+    match d {
+        Delivery::Decided(p) => {
+            match via {
+                Via::Waiting => {
+                    tracing::info!(bottle = %bottle.slug, proposal = %p.id, status = %p.status, "decision delivered while waiting")
+                }
+                Via::Poll => {
+                    tracing::info!(bottle = %bottle.slug, proposal = %p.id, status = %p.status, "decision delivered to check-proposal")
+                }
+            }
+            answer::delivered(&p)
+        }
+        Delivery::Expired(p) => answer::expired(&p),
+        Delivery::Pending(p) => answer::pending(&p),
+        Delivery::Unknown => answer::unknown(id),
+    }
+}

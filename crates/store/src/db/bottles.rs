@@ -1,0 +1,295 @@
+//! The bottle registry: adding, registering at server start, removing (which withdraws the
+//! bottle's undecided proposals and ends its grants), and looking bottles up.
+
+use std::net::IpAddr;
+
+use sqlx::sqlite::SqliteConnection;
+use tracing::instrument;
+
+use super::Store;
+use super::rows::{self, BOTTLE_COLUMNS, BottleRow};
+use super::trail::{NewEvent, SYSTEM, actor_operator, record};
+use crate::error::{StoreError, StoreResult};
+use crate::model::{Bottle, BottleId, EventKind, Kind, Registered, Timestamp};
+
+/// Checks a bottle slug: `[a-z0-9][a-z0-9-]{0,62}`.
+fn validate_slug(slug: &str) -> StoreResult<()> {
+    let ok = !slug.is_empty()
+        && slug.len() <= 63
+        && slug
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !slug.starts_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::Invalid {
+            field: "slug".into(),
+            message: format!(
+                "{slug:?} must be 1-63 characters of a-z, 0-9 and '-', not starting with '-'"
+            ),
+        })
+    }
+}
+
+impl Store {
+    /// Adds a bottle. Refused when the slug or the address is already live.
+    #[instrument(skip(self), err)]
+    pub async fn add_bottle(&self, slug: &str, ip: IpAddr, operator: &str) -> StoreResult<Bottle> {
+        validate_slug(slug)?;
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        if live_bottle_by_slug(w.conn(), slug).await?.is_some() {
+            return Err(StoreError::BottleExists(slug.into()));
+        }
+        if let Some(other) = live_bottle_by_ip(w.conn(), ip).await? {
+            return Err(StoreError::IpTaken {
+                ip: ip.to_string(),
+                slug: other.slug,
+            });
+        }
+        let bottle = insert_bottle(w.conn(), slug, ip, &now, &actor_operator(operator)).await?;
+        w.commit().await?;
+        tracing::info!(bottle = slug, %ip, "bottle added");
+        Ok(bottle)
+    }
+
+    /// Registers a bottle at server start: adds it, or moves an existing slug to `ip`.
+    /// Refused when `ip` belongs to another live bottle.
+    #[instrument(skip(self), err)]
+    pub async fn register_bottle(
+        &self,
+        slug: &str,
+        ip: IpAddr,
+    ) -> StoreResult<(Bottle, Registered)> {
+        validate_slug(slug)?;
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        if let Some(other) = live_bottle_by_ip(w.conn(), ip).await?
+            && other.slug != slug
+        {
+            return Err(StoreError::IpTaken {
+                ip: ip.to_string(),
+                slug: other.slug,
+            });
+        }
+        let result = match live_bottle_by_slug(w.conn(), slug).await? {
+            Some(b) if b.ip == ip => (b, Registered::Unchanged),
+            Some(mut b) => {
+                sqlx::query("UPDATE bottles SET ip = ? WHERE id = ?")
+                    .bind(ip.to_string())
+                    .bind(b.id.get())
+                    .execute(w.conn())
+                    .await?;
+                let note = format!("{} -> {ip}", b.ip);
+                record(
+                    w.conn(),
+                    &now,
+                    NewEvent {
+                        bottle_id: Some(b.id),
+                        note: Some(&note),
+                        ..NewEvent::new(EventKind::BottleUpdated, SYSTEM)
+                    },
+                )
+                .await?;
+                b.ip = ip;
+                (b, Registered::Updated)
+            }
+            None => (
+                insert_bottle(w.conn(), slug, ip, &now, SYSTEM).await?,
+                Registered::Added,
+            ),
+        };
+        w.commit().await?;
+        Ok(result)
+    }
+
+    /// Removes a bottle: withdraws its undecided proposals and ends its grants. The slug and
+    /// address are free again; a bottle added later under either is a new bottle.
+    #[instrument(skip(self), err)]
+    pub async fn remove_bottle(&self, slug: &str, operator: &str) -> StoreResult<Bottle> {
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let actor = actor_operator(operator);
+        let bottle = live_bottle_by_slug(w.conn(), slug)
+            .await?
+            .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
+        sqlx::query("UPDATE bottles SET removed_at = ? WHERE id = ?")
+            .bind(now.as_str())
+            .bind(bottle.id.get())
+            .execute(w.conn())
+            .await?;
+        let withdrawn: Vec<(String, String, String)> = sqlx::query_as(
+            "UPDATE proposals SET status = 'withdrawn', archived_at = ? \
+             WHERE bottle_id = ? AND status = 'pending' RETURNING id, kind, change",
+        )
+        .bind(now.as_str())
+        .bind(bottle.id.get())
+        .fetch_all(w.conn())
+        .await?;
+        for (id, kind, change) in &withdrawn {
+            let kind: Kind = rows::word("proposals", id, "kind", kind)?;
+            record(
+                w.conn(),
+                &now,
+                NewEvent {
+                    bottle_id: Some(bottle.id),
+                    proposal_id: Some(id),
+                    kind: Some(kind),
+                    change: Some(change),
+                    note: Some("bottle removed"),
+                    ..NewEvent::new(EventKind::Withdrawn, &actor)
+                },
+            )
+            .await?;
+        }
+        let ended: Vec<(String, String, String, String)> = sqlx::query_as(
+            "UPDATE grants SET ended_at = ?, end_reason = 'bottle-removed', ended_by = ? \
+             WHERE bottle_id = ? AND ended_at IS NULL RETURNING id, proposal_id, kind, change",
+        )
+        .bind(now.as_str())
+        .bind(&actor)
+        .bind(bottle.id.get())
+        .fetch_all(w.conn())
+        .await?;
+        for (id, proposal_id, kind, change) in &ended {
+            let kind: Kind = rows::word("grants", id, "kind", kind)?;
+            record(
+                w.conn(),
+                &now,
+                NewEvent {
+                    bottle_id: Some(bottle.id),
+                    proposal_id: Some(proposal_id),
+                    grant_id: Some(id),
+                    kind: Some(kind),
+                    change: Some(change),
+                    note: Some("bottle removed"),
+                    ..NewEvent::new(EventKind::GrantRevoked, &actor)
+                },
+            )
+            .await?;
+        }
+        let note = bottle.ip.to_string();
+        record(
+            w.conn(),
+            &now,
+            NewEvent {
+                bottle_id: Some(bottle.id),
+                note: Some(&note),
+                ..NewEvent::new(EventKind::BottleRemoved, &actor)
+            },
+        )
+        .await?;
+        w.commit().await?;
+        tracing::info!(
+            bottle = slug,
+            withdrawn = withdrawn.len(),
+            grants_ended = ended.len(),
+            "bottle removed"
+        );
+        Ok(bottle)
+    }
+
+    /// Live bottles, by slug.
+    pub async fn list_bottles(&self) -> StoreResult<Vec<Bottle>> {
+        let rows: Vec<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{BOTTLE_COLUMNS} WHERE removed_at IS NULL ORDER BY slug"
+        )))
+        .fetch_all(&self.inner.pool)
+        .await?;
+        rows::all(rows)
+    }
+
+    /// The live bottle registered for a source address, if any.
+    pub async fn bottle_for_ip(&self, ip: IpAddr) -> StoreResult<Option<Bottle>> {
+        let mut conn = self.inner.pool.acquire().await?;
+        live_bottle_by_ip(&mut conn, ip).await
+    }
+
+    /// The live bottle with this slug, if any.
+    pub async fn bottle(&self, slug: &str) -> StoreResult<Option<Bottle>> {
+        let mut conn = self.inner.pool.acquire().await?;
+        live_bottle_by_slug(&mut conn, slug).await
+    }
+
+    /// Refuses a slug that no bottle, live or removed, ever had.
+    pub(super) async fn known_slug(&self, slug: &str) -> StoreResult<()> {
+        let known: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM bottles WHERE slug = ? LIMIT 1")
+                .bind(slug)
+                .fetch_optional(&self.inner.pool)
+                .await?;
+        match known {
+            Some(_) => Ok(()),
+            None => Err(StoreError::BottleNotFound(slug.into())),
+        }
+    }
+}
+
+pub(super) async fn live_bottle_by_slug(
+    conn: &mut SqliteConnection,
+    slug: &str,
+) -> StoreResult<Option<Bottle>> {
+    let row: Option<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{BOTTLE_COLUMNS} WHERE slug = ? AND removed_at IS NULL"
+    )))
+    .bind(slug)
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.map(Bottle::try_from).transpose()
+}
+
+async fn live_bottle_by_ip(conn: &mut SqliteConnection, ip: IpAddr) -> StoreResult<Option<Bottle>> {
+    let row: Option<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{BOTTLE_COLUMNS} WHERE ip = ? AND removed_at IS NULL"
+    )))
+    .bind(canonical_ip(ip).to_string())
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.map(Bottle::try_from).transpose()
+}
+
+/// IPv4-mapped IPv6 addresses (`::ffff:127.0.0.1`, as a dual-stack socket reports them)
+/// are the IPv4 address they carry.
+fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    }
+}
+
+async fn insert_bottle(
+    conn: &mut SqliteConnection,
+    slug: &str,
+    ip: IpAddr,
+    now: &Timestamp,
+    actor: &str,
+) -> StoreResult<Bottle> {
+    let ip = canonical_ip(ip);
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO bottles (slug, ip, created_at) VALUES (?, ?, ?) RETURNING id",
+    )
+    .bind(slug)
+    .bind(ip.to_string())
+    .bind(now.as_str())
+    .fetch_one(&mut *conn)
+    .await?;
+    let id = BottleId::from_row(id);
+    let note = ip.to_string();
+    record(
+        conn,
+        now,
+        NewEvent {
+            bottle_id: Some(id),
+            note: Some(&note),
+            ..NewEvent::new(EventKind::BottleAdded, actor)
+        },
+    )
+    .await?;
+    Ok(Bottle {
+        id,
+        slug: slug.into(),
+        ip,
+        created_at: now.clone(),
+    })
+}

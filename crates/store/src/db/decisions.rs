@@ -1,0 +1,344 @@
+//! What happens to a filed proposal: the operator's decision (with its grant), delivery of
+//! the outcome to the agent (exactly once), the agent's withdrawal, and the expiry sweep.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::sqlite::SqliteConnection;
+use tracing::instrument;
+
+use super::Store;
+use super::proposals::{expire_in, load_proposal, open_proposal_of, resolve_id};
+use super::rows::{self, PROPOSAL_COLUMNS, ProposalRow};
+use super::trail::{NewEvent, SYSTEM, actor_bottle, actor_operator, record};
+use crate::change;
+use crate::error::{StoreError, StoreResult};
+use crate::model::{
+    BottleId, Delivery, EventKind, GrantId, Kind, Proposal, Status, Swept, Timestamp, Verdict,
+};
+
+impl Store {
+    /// Decides a pending proposal (id or unique id prefix). Approve and modify also record a
+    /// grant, lasting `grant_for` or until revoked. Anything but a pending proposal is
+    /// refused and nothing changes.
+    #[instrument(skip(self, verdict), fields(verdict = verdict_name(&verdict)), err)]
+    pub async fn decide(
+        &self,
+        id: &str,
+        verdict: Verdict,
+        operator: &str,
+        note: Option<&str>,
+        grant_for: Option<Duration>,
+    ) -> StoreResult<Proposal> {
+        let note = note.map(str::trim).filter(|n| !n.is_empty());
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let id = resolve_id(w.conn(), id).await?;
+        let p = load_proposal(w.conn(), &id, &now)
+            .await?
+            .ok_or_else(|| StoreError::ProposalNotFound(id.clone()))?;
+        if p.status != Status::Pending {
+            return Err(not_pending(id, &p));
+        }
+        let (status, event, granted) = match &verdict {
+            Verdict::Approve => (
+                Status::Approved,
+                EventKind::Approved,
+                Some(p.change.clone()),
+            ),
+            Verdict::Modify(patch) => {
+                let merged = change::merge(&p.change, patch);
+                (
+                    Status::Modified,
+                    EventKind::Modified,
+                    Some(change::normalise(p.kind, &merged)?),
+                )
+            }
+            Verdict::Reject => (Status::Rejected, EventKind::Rejected, None),
+        };
+        let granted_text = granted.as_ref().map(Value::to_string);
+        let actor = actor_operator(operator);
+        let updated = sqlx::query(
+            "UPDATE proposals SET status = ?, decided_at = ?, decided_by = ?, decision_note = ?, \
+             decision_change = ? WHERE id = ? AND status = 'pending'",
+        )
+        .bind(status.as_str())
+        .bind(now.as_str())
+        .bind(operator)
+        .bind(note)
+        .bind(granted_text.as_deref())
+        .bind(&id)
+        .execute(w.conn())
+        .await?;
+        debug_assert_eq!(updated.rows_affected(), 1);
+        let grant_id = match &granted_text {
+            Some(change) => {
+                Some(insert_grant(w.conn(), &p, change, operator, &now, grant_for).await?)
+            }
+            None => None,
+        };
+        record(
+            w.conn(),
+            &now,
+            NewEvent {
+                bottle_id: Some(p.bottle_id),
+                proposal_id: Some(&id),
+                grant_id: grant_id.as_deref(),
+                kind: Some(p.kind),
+                change: granted_text.as_deref(),
+                note,
+                ..NewEvent::new(event, &actor)
+            },
+        )
+        .await?;
+        let decided = load_proposal(w.conn(), &id, &now)
+            .await?
+            .ok_or_else(|| StoreError::ProposalNotFound(id.clone()))?;
+        w.commit().await?;
+        tracing::info!(bottle = %decided.bottle, proposal = %id, status = %status, operator, "proposal decided");
+        Ok(decided)
+    }
+
+    /// The agent's poll: a decision is returned and the proposal archived in one
+    /// transaction, so of any number of concurrent polls exactly one gets it. An undecided
+    /// proposal is returned as pending without taking the write lock.
+    #[instrument(skip(self), err)]
+    pub async fn take_decision(&self, bottle_id: BottleId, id: &str) -> StoreResult<Delivery> {
+        let now = Timestamp::now();
+        let peek = {
+            let mut conn = self.inner.pool.acquire().await?;
+            open_proposal_of(&mut conn, bottle_id, id, &now).await?
+        };
+        match peek {
+            None => return Ok(Delivery::Unknown),
+            Some(p) if p.status == Status::Pending => return Ok(Delivery::Pending(p)),
+            Some(_) => {}
+        }
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let d = deliver_in(w.conn(), bottle_id, id, &now).await?;
+        w.commit().await?;
+        log_delivery(&d);
+        Ok(d)
+    }
+
+    /// [`Store::take_decision`] for many proposals in one write transaction: the server's
+    /// watcher delivers every decision a feed read names at once, so a burst of decisions
+    /// costs one commit instead of one each. Results are in the order asked.
+    #[instrument(skip_all, fields(items = items.len()), err)]
+    pub async fn take_decisions(
+        &self,
+        items: &[(BottleId, impl AsRef<str>)],
+    ) -> StoreResult<Vec<Delivery>> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let mut out = Vec::with_capacity(items.len());
+        for (bottle_id, id) in items {
+            out.push(deliver_in(w.conn(), *bottle_id, id.as_ref(), &now).await?);
+        }
+        w.commit().await?;
+        out.iter().for_each(log_delivery);
+        Ok(out)
+    }
+
+    /// The agent withdraws its own undecided proposal; it is archived at once.
+    #[instrument(skip(self), err)]
+    pub async fn withdraw(&self, bottle_id: BottleId, id: &str) -> StoreResult<Proposal> {
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let mut p = open_proposal_of(w.conn(), bottle_id, id, &now)
+            .await?
+            .ok_or_else(|| StoreError::ProposalNotFound(id.into()))?;
+        if p.status != Status::Pending {
+            return Err(not_pending(id.into(), &p));
+        }
+        sqlx::query(
+            "UPDATE proposals SET status = 'withdrawn', archived_at = ? WHERE id = ? AND status = 'pending'",
+        )
+        .bind(now.as_str())
+        .bind(id)
+        .execute(w.conn())
+        .await?;
+        let change_text = p.change.to_string();
+        record(
+            w.conn(),
+            &now,
+            NewEvent {
+                bottle_id: Some(bottle_id),
+                proposal_id: Some(id),
+                kind: Some(p.kind),
+                change: Some(&change_text),
+                ..NewEvent::new(EventKind::Withdrawn, &actor_bottle(&p.bottle))
+            },
+        )
+        .await?;
+        w.commit().await?;
+        p.status = Status::Withdrawn;
+        p.archived_at = Some(now);
+        tracing::info!(bottle = %p.bottle, proposal = %id, "proposal withdrawn");
+        Ok(p)
+    }
+
+    /// Expires undecided proposals and grants past their time, recording an event for each.
+    /// Takes the write lock only when there is something to expire.
+    #[instrument(skip(self), err)]
+    pub async fn sweep(&self) -> StoreResult<Swept> {
+        let now = Timestamp::now();
+        let due: i64 = sqlx::query_scalar(
+            "SELECT (SELECT COUNT(*) FROM proposals WHERE status = 'pending' AND archived_at IS NULL \
+               AND expires_at <= ?1) \
+             + (SELECT COUNT(*) FROM grants WHERE ended_at IS NULL AND expires_at <= ?1)",
+        )
+        .bind(now.as_str())
+        .fetch_one(&self.inner.pool)
+        .await?;
+        if due == 0 {
+            return Ok(Swept::default());
+        }
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{PROPOSAL_COLUMNS} WHERE p.status = 'pending' AND p.archived_at IS NULL AND p.expires_at <= ?"
+        )))
+        .bind(now.as_str())
+        .fetch_all(w.conn())
+        .await?;
+        for r in rows {
+            let p = r.at(&now)?;
+            expire_in(w.conn(), &now, &p).await?;
+            tracing::info!(bottle = %p.bottle, proposal = %p.id, "proposal expired");
+        }
+        let grants: Vec<(String, i64, String, String, String)> = sqlx::query_as(
+            "UPDATE grants SET ended_at = expires_at, end_reason = 'expired', ended_by = 'system' \
+             WHERE ended_at IS NULL AND expires_at <= ? \
+             RETURNING id, bottle_id, proposal_id, kind, change",
+        )
+        .bind(now.as_str())
+        .fetch_all(w.conn())
+        .await?;
+        for (id, bottle_id, proposal_id, kind, change) in &grants {
+            let kind: Kind = rows::word("grants", id, "kind", kind)?;
+            record(
+                w.conn(),
+                &now,
+                NewEvent {
+                    bottle_id: Some(BottleId::from_row(*bottle_id)),
+                    proposal_id: Some(proposal_id),
+                    grant_id: Some(id),
+                    kind: Some(kind),
+                    change: Some(change),
+                    ..NewEvent::new(EventKind::GrantExpired, SYSTEM)
+                },
+            )
+            .await?;
+            tracing::info!(grant = %id, proposal = %proposal_id, "grant expired");
+        }
+        w.commit().await?;
+        Ok(Swept {
+            expired_proposals: (due as u64).saturating_sub(grants.len() as u64),
+            expired_grants: grants.len() as u64,
+        })
+    }
+}
+
+fn not_pending(id: String, p: &Proposal) -> StoreError {
+    StoreError::NotPending {
+        id,
+        status: p.status,
+        decided_by: p.decision.as_ref().map(|d| d.decided_by.clone()),
+        decided_at: p.decision.as_ref().map(|d| d.decided_at.clone()),
+    }
+}
+
+/// Records the grant an approve or modify makes.
+async fn insert_grant(
+    conn: &mut SqliteConnection,
+    p: &Proposal,
+    change: &str,
+    operator: &str,
+    now: &Timestamp,
+    grant_for: Option<Duration>,
+) -> StoreResult<GrantId> {
+    let grant_id = GrantId::generate();
+    sqlx::query(
+        "INSERT INTO grants (id, bottle_id, proposal_id, kind, change, granted_by, \
+         created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(grant_id.as_str())
+    .bind(p.bottle_id.get())
+    .bind(p.id.as_str())
+    .bind(p.kind.as_str())
+    .bind(change)
+    .bind(operator)
+    .bind(now.as_str())
+    .bind(grant_for.map(|d| Timestamp::after(d).as_str().to_owned()))
+    .execute(&mut *conn)
+    .await?;
+    Ok(grant_id)
+}
+
+/// Inside a write transaction: delivers a decided (or expired) open proposal of the bottle
+/// (archives it and records `delivered`); a pending one is returned as is, anything else is
+/// `Unknown`.
+async fn deliver_in(
+    conn: &mut SqliteConnection,
+    bottle_id: BottleId,
+    id: &str,
+    now: &Timestamp,
+) -> StoreResult<Delivery> {
+    let Some(mut p) = open_proposal_of(conn, bottle_id, id, now).await? else {
+        return Ok(Delivery::Unknown);
+    };
+    if p.status == Status::Pending {
+        return Ok(Delivery::Pending(p));
+    }
+    if p.status == Status::Expired {
+        // Materialise an expiry the sweep has not reached yet.
+        expire_in(conn, now, &p).await?;
+    }
+    sqlx::query("UPDATE proposals SET archived_at = ? WHERE id = ? AND archived_at IS NULL")
+        .bind(now.as_str())
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    let change_text = p
+        .decision
+        .as_ref()
+        .and_then(|d| d.change.as_ref())
+        .map(Value::to_string);
+    record(
+        conn,
+        now,
+        NewEvent {
+            bottle_id: Some(bottle_id),
+            proposal_id: Some(id),
+            kind: Some(p.kind),
+            change: change_text.as_deref(),
+            note: Some(p.status.as_str()),
+            ..NewEvent::new(EventKind::Delivered, &actor_bottle(&p.bottle))
+        },
+    )
+    .await?;
+    p.archived_at = Some(now.clone());
+    Ok(match p.status {
+        Status::Expired => Delivery::Expired(p),
+        _ => Delivery::Decided(p),
+    })
+}
+
+fn log_delivery(d: &Delivery) {
+    if let Delivery::Decided(p) | Delivery::Expired(p) = d {
+        tracing::info!(bottle = %p.bottle, proposal = %p.id, status = %p.status, "decision delivered");
+    }
+}
+
+fn verdict_name(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Approve => "approve",
+        Verdict::Modify(_) => "modify",
+        Verdict::Reject => "reject",
+    }
+}

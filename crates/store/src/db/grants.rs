@@ -1,0 +1,90 @@
+//! The policy in force: the grants approve and modify made, and ending one early.
+
+use tracing::instrument;
+
+use super::Store;
+use super::bottles::live_bottle_by_slug;
+use super::rows::{self, GRANT_COLUMNS, GrantRow};
+use super::trail::{NewEvent, actor_operator, record};
+use crate::error::{StoreError, StoreResult};
+use crate::model::{BottleId, EndReason, EventKind, Grant, Timestamp};
+
+impl Store {
+    /// The grants in force for a live bottle, oldest first.
+    pub async fn grants_in_force(&self, slug: &str) -> StoreResult<Vec<Grant>> {
+        let now = Timestamp::now();
+        let mut conn = self.inner.pool.acquire().await?;
+        let bottle = live_bottle_by_slug(&mut conn, slug)
+            .await?
+            .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
+        let rows: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{GRANT_COLUMNS} WHERE g.bottle_id = ? AND g.ended_at IS NULL \
+             AND (g.expires_at IS NULL OR g.expires_at > ?) ORDER BY g.created_at"
+        )))
+        .bind(bottle.id.get())
+        .bind(now.as_str())
+        .fetch_all(&mut *conn)
+        .await?;
+        rows::all(rows)
+    }
+
+    /// Ends a grant now.
+    #[instrument(skip(self), err)]
+    pub async fn revoke(&self, grant_id: &str, operator: &str) -> StoreResult<Grant> {
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let g: Option<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{GRANT_COLUMNS} WHERE g.id = ?"
+        )))
+        .bind(grant_id)
+        .fetch_optional(w.conn())
+        .await?;
+        let mut grant = g
+            .map(Grant::try_from)
+            .transpose()?
+            .ok_or_else(|| StoreError::GrantNotFound(grant_id.into()))?;
+        if let (Some(at), Some(reason)) = (&grant.ended_at, grant.end_reason) {
+            return Err(StoreError::GrantEnded {
+                id: grant_id.into(),
+                reason,
+                at: at.clone(),
+            });
+        }
+        if let Some(exp) = grant.expires_at.as_ref().filter(|e| **e <= now) {
+            return Err(StoreError::GrantEnded {
+                id: grant_id.into(),
+                reason: EndReason::Expired,
+                at: exp.clone(),
+            });
+        }
+        let actor = actor_operator(operator);
+        let bottle_id: i64 = sqlx::query_scalar(
+            "UPDATE grants SET ended_at = ?, end_reason = 'revoked', ended_by = ? WHERE id = ? \
+             RETURNING bottle_id",
+        )
+        .bind(now.as_str())
+        .bind(&actor)
+        .bind(grant_id)
+        .fetch_one(w.conn())
+        .await?;
+        let change = grant.change.to_string();
+        record(
+            w.conn(),
+            &now,
+            NewEvent {
+                bottle_id: Some(BottleId::from_row(bottle_id)),
+                proposal_id: Some(&grant.proposal_id),
+                grant_id: Some(grant_id),
+                kind: Some(grant.kind),
+                change: Some(&change),
+                ..NewEvent::new(EventKind::GrantRevoked, &actor)
+            },
+        )
+        .await?;
+        w.commit().await?;
+        grant.ended_at = Some(now);
+        grant.end_reason = Some(EndReason::Revoked);
+        tracing::info!(bottle = %grant.bottle, grant = grant_id, operator, "grant revoked");
+        Ok(grant)
+    }
+}

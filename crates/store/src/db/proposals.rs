@@ -1,0 +1,497 @@
+//! Filing proposals (coalescing repeats, the rejection cooldown, the per-bottle pending cap)
+//! and reading them: the operator's list, an agent's open proposals, one with its history.
+
+use serde_json::Value;
+use sqlx::sqlite::SqliteConnection;
+use tracing::instrument;
+
+use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
+use super::trail::{NewEvent, SYSTEM, actor_bottle, record, record_expired};
+use super::{ProposalLimits, Store};
+use crate::change;
+use crate::error::{StoreError, StoreResult};
+use crate::model::{
+    BottleId, Event, EventKind, Kind, NewProposal, Proposal, ProposalId, Proposed, Status,
+    StatusFilter, Timestamp,
+};
+
+impl Store {
+    /// Files one proposal. See [`Store::propose_many`].
+    pub async fn propose(&self, item: NewProposal) -> StoreResult<Proposed> {
+        self.propose_many(vec![item])
+            .await?
+            .pop()
+            .expect("one result per item")
+    }
+
+    /// Files several proposals in one transaction (group commit): every caller's proposal is
+    /// durable when this returns. Each item gets its own result; an invalid item does not
+    /// spoil the others. The outer error means nothing at all was written.
+    #[instrument(skip_all, fields(items = items.len()), err)]
+    pub async fn propose_many(
+        &self,
+        items: Vec<NewProposal>,
+    ) -> StoreResult<Vec<StoreResult<Proposed>>> {
+        let prepared: Vec<StoreResult<Prepared>> = items.into_iter().map(prepare).collect();
+        if prepared.iter().all(Result::is_err) {
+            return Ok(prepared
+                .into_iter()
+                .map(|p| p.map(|_| unreachable!()))
+                .collect());
+        }
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let mut out = Vec::with_capacity(prepared.len());
+        for item in prepared {
+            out.push(match item {
+                Err(e) => Err(e),
+                Ok(p) => propose_in(w.conn(), &self.inner.limits, p, &now).await?,
+            });
+        }
+        w.commit().await?;
+        for r in out.iter().flatten() {
+            let p = r.proposal();
+            match r {
+                Proposed::Created(_) => {
+                    tracing::info!(bottle = %p.bottle, proposal = %p.id, kind = %p.kind, change = %p.change, "proposal filed")
+                }
+                Proposed::Repeated(_) => {
+                    tracing::info!(bottle = %p.bottle, proposal = %p.id, hits = p.hits, "proposal repeated")
+                }
+                Proposed::AutoRejected(_) => {
+                    tracing::info!(bottle = %p.bottle, proposal = %p.id, "proposal auto-rejected (cooldown)")
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A bottle's proposals not yet archived (what the agent can still poll), oldest first.
+    pub async fn open_proposals(&self, bottle_id: BottleId) -> StoreResult<Vec<Proposal>> {
+        let now = Timestamp::now();
+        let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.archived_at IS NULL ORDER BY p.created_at, p.id"
+        )))
+        .bind(bottle_id.get())
+        .fetch_all(&self.inner.pool)
+        .await?;
+        rows.into_iter().map(|r| r.at(&now)).collect()
+    }
+
+    /// The operator's list: proposals matching the filter, oldest first. `bottle` matches
+    /// every generation of the slug.
+    pub async fn list(
+        &self,
+        bottle: Option<&str>,
+        status: StatusFilter,
+    ) -> StoreResult<Vec<Proposal>> {
+        let now = Timestamp::now();
+        if let Some(slug) = bottle {
+            self.known_slug(slug).await?;
+        }
+        let mut conn = self.inner.pool.acquire().await?;
+        let cond = match status {
+            StatusFilter::Pending => {
+                "p.status = 'pending' AND p.archived_at IS NULL AND (p.expires_at IS NULL OR p.expires_at > ?1)"
+            }
+            StatusFilter::Decided => {
+                "p.status IN ('approved', 'modified', 'rejected') AND p.archived_at IS NULL AND ?1 = ?1"
+            }
+            StatusFilter::Archived => "p.archived_at IS NOT NULL AND ?1 = ?1",
+            StatusFilter::Expired => {
+                "(p.status = 'expired' OR (p.status = 'pending' AND p.expires_at <= ?1))"
+            }
+            StatusFilter::All => "?1 = ?1",
+        };
+        let sql = format!(
+            "{PROPOSAL_COLUMNS} WHERE {cond} AND (?2 IS NULL OR b.slug = ?2) ORDER BY p.created_at, p.id"
+        );
+        let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(now.as_str())
+            .bind(bottle)
+            .fetch_all(&mut *conn)
+            .await?;
+        rows.into_iter().map(|r| r.at(&now)).collect()
+    }
+
+    /// For each id, the length of its shortest prefix that no other proposal shares (at
+    /// least `min`), like git's abbreviated hashes. Two primary-key lookups per id (its
+    /// neighbours in id order), so the cost does not grow with the table.
+    pub async fn unique_prefix_lens(
+        &self,
+        ids: &[impl AsRef<str>],
+        min: usize,
+    ) -> StoreResult<Vec<usize>> {
+        let mut conn = self.inner.pool.acquire().await?;
+        let mut out = Vec::with_capacity(ids.len());
+        let common =
+            |a: &str, b: &str| a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+        for id in ids {
+            let id = id.as_ref();
+            let prev: Option<String> =
+                sqlx::query_scalar("SELECT MAX(id) FROM proposals WHERE id < ?")
+                    .bind(id)
+                    .fetch_one(&mut *conn)
+                    .await?;
+            let next: Option<String> =
+                sqlx::query_scalar("SELECT MIN(id) FROM proposals WHERE id > ?")
+                    .bind(id)
+                    .fetch_one(&mut *conn)
+                    .await?;
+            let shared = prev
+                .as_deref()
+                .map_or(0, |p| common(id, p))
+                .max(next.as_deref().map_or(0, |n| common(id, n)));
+            out.push((shared + 1).max(min).min(id.len()));
+        }
+        Ok(out)
+    }
+
+    /// One proposal (id or unique id prefix) with its event history.
+    pub async fn show(&self, id: &str) -> StoreResult<(Proposal, Vec<Event>)> {
+        let now = Timestamp::now();
+        let mut conn = self.inner.pool.acquire().await?;
+        let id = resolve_id(&mut conn, id).await?;
+        let p = load_proposal(&mut conn, &id, &now)
+            .await?
+            .ok_or_else(|| StoreError::ProposalNotFound(id.clone()))?;
+        let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{EVENT_COLUMNS} WHERE e.proposal_id = ? ORDER BY e.seq"
+        )))
+        .bind(&id)
+        .fetch_all(&mut *conn)
+        .await?;
+        Ok((p, rows::all(rows)?))
+    }
+}
+
+/// One proposal by its full id, as it reads at `now`.
+pub(super) async fn load_proposal(
+    conn: &mut SqliteConnection,
+    id: &str,
+    now: &Timestamp,
+) -> StoreResult<Option<Proposal>> {
+    let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{PROPOSAL_COLUMNS} WHERE p.id = ?"
+    )))
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.map(|r| r.at(now)).transpose()
+}
+
+/// A bottle's own proposal that is not archived yet.
+pub(super) async fn open_proposal_of(
+    conn: &mut SqliteConnection,
+    bottle_id: BottleId,
+    id: &str,
+    now: &Timestamp,
+) -> StoreResult<Option<Proposal>> {
+    let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{PROPOSAL_COLUMNS} WHERE p.id = ? AND p.bottle_id = ? AND p.archived_at IS NULL"
+    )))
+    .bind(id)
+    .bind(bottle_id.get())
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.map(|r| r.at(now)).transpose()
+}
+
+/// Resolves a full id or a unique prefix of one.
+pub(super) async fn resolve_id(conn: &mut SqliteConnection, id: &str) -> StoreResult<String> {
+    let id = id.trim().to_ascii_lowercase();
+    if id.is_empty() {
+        return Err(StoreError::ProposalNotFound(id));
+    }
+    let hits: Vec<String> =
+        sqlx::query_scalar("SELECT id FROM proposals WHERE id >= ?1 AND id < ?1 || '~' LIMIT 2")
+            .bind(&id)
+            .fetch_all(&mut *conn)
+            .await?;
+    match hits.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(StoreError::ProposalNotFound(id)),
+        _ if hits.contains(&id) => Ok(id),
+        _ => Err(StoreError::AmbiguousId(id)),
+    }
+}
+
+/// Marks a pending proposal expired and records it (a no-op when it is no longer pending).
+pub(super) async fn expire_in(
+    conn: &mut SqliteConnection,
+    now: &Timestamp,
+    p: &Proposal,
+) -> StoreResult<()> {
+    let r =
+        sqlx::query("UPDATE proposals SET status = 'expired' WHERE id = ? AND status = 'pending'")
+            .bind(p.id.as_str())
+            .execute(&mut *conn)
+            .await?;
+    if r.rows_affected() == 1 {
+        record_expired(conn, now, p).await?;
+    }
+    Ok(())
+}
+
+/// A proposal checked before the write lock is taken.
+struct Prepared {
+    bottle_id: BottleId,
+    kind: Kind,
+    change: Value,
+    key: String,
+    justification: String,
+}
+
+fn prepare(item: NewProposal) -> StoreResult<Prepared> {
+    let change = change::normalise(item.kind, &item.change)?;
+    let justification = change::validate_justification(&item.justification)?;
+    Ok(Prepared {
+        bottle_id: item.bottle_id,
+        kind: item.kind,
+        key: change::change_key(&change),
+        change,
+        justification,
+    })
+}
+
+/// Files one prepared proposal inside the caller's transaction. The outer error aborts the
+/// whole batch; the inner one is this item's refusal.
+async fn propose_in(
+    conn: &mut SqliteConnection,
+    limits: &ProposalLimits,
+    p: Prepared,
+    now: &Timestamp,
+) -> StoreResult<StoreResult<Proposed>> {
+    let Some(slug): Option<String> =
+        sqlx::query_scalar("SELECT slug FROM bottles WHERE id = ? AND removed_at IS NULL")
+            .bind(p.bottle_id.get())
+            .fetch_optional(&mut *conn)
+            .await?
+    else {
+        return Ok(Err(StoreError::BottleNotFound(format!("#{}", p.bottle_id))));
+    };
+    let actor = actor_bottle(&slug);
+    let change_text = p.change.to_string();
+
+    if let Some(old) = same_undecided(conn, &p, now).await? {
+        if old.status == Status::Expired {
+            // Its time is up: expire it and file the new one below.
+            expire_in(conn, now, &old).await?;
+        } else {
+            return Ok(Ok(repeat(conn, &p, old, &actor, &change_text, now).await?));
+        }
+    }
+    if let Some(cooldown) = limits.reject_cooldown.filter(|d| !d.is_zero())
+        && let Some(old) = recently_rejected(conn, &p, &Timestamp::before(cooldown), now).await?
+    {
+        return Ok(Ok(auto_reject(conn, &p, old, &change_text, now).await?));
+    }
+    if let Some(limit) = limits.max_pending_per_bottle.filter(|&n| n > 0)
+        && !has_room(conn, p.bottle_id, limit, now).await?
+    {
+        return Ok(Err(StoreError::PendingCapReached { slug, limit }));
+    }
+    Ok(Ok(Proposed::Created(
+        insert(conn, limits, p, slug, &actor, change_text, now).await?,
+    )))
+}
+
+/// An identical undecided proposal of the same bottle, as it reads at `now`.
+async fn same_undecided(
+    conn: &mut SqliteConnection,
+    p: &Prepared,
+    now: &Timestamp,
+) -> StoreResult<Option<Proposal>> {
+    let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.kind = ? AND p.change_key = ? AND p.status = 'pending'"
+    )))
+    .bind(p.bottle_id.get())
+    .bind(p.kind.as_str())
+    .bind(&p.key)
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.map(|r| r.at(now)).transpose()
+}
+
+/// Coalesces a repeat into the undecided proposal: one more hit, a `repeated` event.
+async fn repeat(
+    conn: &mut SqliteConnection,
+    p: &Prepared,
+    mut old: Proposal,
+    actor: &str,
+    change_text: &str,
+    now: &Timestamp,
+) -> StoreResult<Proposed> {
+    sqlx::query("UPDATE proposals SET hits = hits + 1 WHERE id = ?")
+        .bind(old.id.as_str())
+        .execute(&mut *conn)
+        .await?;
+    record(
+        conn,
+        now,
+        NewEvent {
+            bottle_id: Some(p.bottle_id),
+            proposal_id: Some(&old.id),
+            kind: Some(p.kind),
+            change: Some(change_text),
+            ..NewEvent::new(EventKind::Repeated, actor)
+        },
+    )
+    .await?;
+    old.hits += 1;
+    Ok(Proposed::Repeated(old))
+}
+
+/// The same change rejected after `since`, newest first.
+async fn recently_rejected(
+    conn: &mut SqliteConnection,
+    p: &Prepared,
+    since: &Timestamp,
+    now: &Timestamp,
+) -> StoreResult<Option<Proposal>> {
+    let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.kind = ? AND p.change_key = ? \
+         AND p.status = 'rejected' AND p.decided_at > ? ORDER BY p.decided_at DESC LIMIT 1"
+    )))
+    .bind(p.bottle_id.get())
+    .bind(p.kind.as_str())
+    .bind(&p.key)
+    .bind(since.as_str())
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.map(|r| r.at(now)).transpose()
+}
+
+/// Answers with the earlier rejection: one more hit on it, an `auto-rejected` event.
+async fn auto_reject(
+    conn: &mut SqliteConnection,
+    p: &Prepared,
+    mut old: Proposal,
+    change_text: &str,
+    now: &Timestamp,
+) -> StoreResult<Proposed> {
+    sqlx::query("UPDATE proposals SET hits = hits + 1 WHERE id = ?")
+        .bind(old.id.as_str())
+        .execute(&mut *conn)
+        .await?;
+    let note = old.decision.as_ref().and_then(|d| d.note.clone());
+    record(
+        conn,
+        now,
+        NewEvent {
+            bottle_id: Some(p.bottle_id),
+            proposal_id: Some(&old.id),
+            kind: Some(p.kind),
+            change: Some(change_text),
+            note: note.as_deref(),
+            ..NewEvent::new(EventKind::AutoRejected, SYSTEM)
+        },
+    )
+    .await?;
+    old.hits += 1;
+    Ok(Proposed::AutoRejected(old))
+}
+
+/// Whether the bottle has fewer than `limit` undecided proposals that are not past their
+/// expiry. One primary-key read of the count the triggers keep (`bottles.pending_count`);
+/// only at the cap are the bottle's due proposals expired (through an index, so the cost is
+/// what expires, not what waits) and the count read again.
+async fn has_room(
+    conn: &mut SqliteConnection,
+    bottle_id: BottleId,
+    limit: u32,
+    now: &Timestamp,
+) -> StoreResult<bool> {
+    let pending = pending_count(conn, bottle_id).await?;
+    if pending < i64::from(limit) {
+        return Ok(true);
+    }
+    let due: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.status = 'pending' \
+         AND p.expires_at IS NOT NULL AND p.expires_at <= ?"
+    )))
+    .bind(bottle_id.get())
+    .bind(now.as_str())
+    .fetch_all(&mut *conn)
+    .await?;
+    if due.is_empty() {
+        return Ok(false);
+    }
+    for row in due {
+        let p = row.at(now)?;
+        expire_in(conn, now, &p).await?;
+        tracing::info!(bottle = %p.bottle, proposal = %p.id, "proposal expired");
+    }
+    Ok(pending_count(conn, bottle_id).await? < i64::from(limit))
+}
+
+async fn pending_count(conn: &mut SqliteConnection, bottle_id: BottleId) -> StoreResult<i64> {
+    Ok(
+        sqlx::query_scalar("SELECT pending_count FROM bottles WHERE id = ?")
+            .bind(bottle_id.get())
+            .fetch_one(&mut *conn)
+            .await?,
+    )
+}
+
+/// Inserts a new pending proposal and records `proposed`.
+async fn insert(
+    conn: &mut SqliteConnection,
+    limits: &ProposalLimits,
+    p: Prepared,
+    slug: String,
+    actor: &str,
+    change_text: String,
+    now: &Timestamp,
+) -> StoreResult<Proposal> {
+    let id = ProposalId::generate();
+    let flags = change::flags(p.kind, &p.change);
+    let flags_text = serde_json::to_string(&flags).unwrap_or_else(|_| "[]".into());
+    let expires_at = limits
+        .proposal_ttl
+        .filter(|d| !d.is_zero())
+        .map(Timestamp::after);
+    sqlx::query(
+        "INSERT INTO proposals (id, bottle_id, kind, change, change_key, justification, flags, \
+         created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(id.as_str())
+    .bind(p.bottle_id.get())
+    .bind(p.kind.as_str())
+    .bind(&change_text)
+    .bind(&p.key)
+    .bind(&p.justification)
+    .bind(&flags_text)
+    .bind(now.as_str())
+    .bind(expires_at.as_ref().map(Timestamp::as_str))
+    .execute(&mut *conn)
+    .await?;
+    record(
+        conn,
+        now,
+        NewEvent {
+            bottle_id: Some(p.bottle_id),
+            proposal_id: Some(&id),
+            kind: Some(p.kind),
+            change: Some(&change_text),
+            note: Some(&p.justification),
+            ..NewEvent::new(EventKind::Proposed, actor)
+        },
+    )
+    .await?;
+    Ok(Proposal {
+        id,
+        bottle: slug,
+        bottle_id: p.bottle_id,
+        kind: p.kind,
+        change: p.change,
+        justification: p.justification,
+        status: Status::Pending,
+        flags,
+        hits: 1,
+        created_at: now.clone(),
+        expires_at,
+        decision: None,
+        archived_at: None,
+    })
+}

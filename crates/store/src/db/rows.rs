@@ -1,0 +1,285 @@
+//! Private row types and their fallible conversion into the domain types. A value this build
+//! cannot read is [`StoreError::Corrupt`] naming the table and the row, never a default.
+
+use std::str::FromStr;
+
+use serde_json::Value;
+use sqlx::FromRow;
+
+use crate::change;
+use crate::error::{StoreError, StoreResult};
+use crate::model::{
+    Bottle, BottleId, Decision, EndReason, Event, EventKind, Flag, Grant, GrantId, Kind, Proposal,
+    ProposalId, Status, Timestamp, UnknownName,
+};
+
+pub(super) const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.slug, p.kind, p.change, \
+    p.justification, p.status, p.flags, p.hits, p.created_at, p.expires_at, p.decided_at, \
+    p.decided_by, p.decision_note, p.decision_change, p.archived_at, g.id AS grant_id \
+    FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
+    LEFT JOIN grants g ON g.proposal_id = p.id";
+
+pub(super) const EVENT_COLUMNS: &str = "SELECT e.seq, e.at, e.event, e.actor, b.slug, \
+    e.bottle_id, e.proposal_id, e.grant_id, e.kind, e.change, e.note \
+    FROM events e LEFT JOIN bottles b ON b.id = e.bottle_id";
+
+pub(super) const GRANT_COLUMNS: &str = "SELECT g.id, b.slug, g.proposal_id, g.kind, g.change, \
+    g.granted_by, g.created_at, g.expires_at, g.ended_at, g.end_reason \
+    FROM grants g JOIN bottles b ON b.id = g.bottle_id";
+
+pub(super) const BOTTLE_COLUMNS: &str = "SELECT id, slug, ip, created_at FROM bottles";
+
+/// Reads the cells of one row, naming the table and the row in any error.
+struct Cells<'a> {
+    table: &'static str,
+    id: &'a str,
+}
+
+impl Cells<'_> {
+    fn corrupt(&self, what: String) -> StoreError {
+        StoreError::Corrupt {
+            table: self.table,
+            id: self.id.to_string(),
+            what,
+        }
+    }
+
+    fn parse<T: FromStr<Err = UnknownName>>(&self, column: &str, text: &str) -> StoreResult<T> {
+        text.parse()
+            .map_err(|e: UnknownName| self.corrupt(format!("{column}: {e}")))
+    }
+
+    fn time(&self, column: &str, text: String) -> StoreResult<Timestamp> {
+        self.parse(column, &text)
+    }
+
+    fn opt_time(&self, column: &str, text: Option<String>) -> StoreResult<Option<Timestamp>> {
+        text.map(|t| self.time(column, t)).transpose()
+    }
+
+    fn json(&self, column: &str, text: &str) -> StoreResult<Value> {
+        serde_json::from_str(text).map_err(|e| self.corrupt(format!("{column} is not JSON: {e}")))
+    }
+
+    fn opt_json(&self, column: &str, text: Option<String>) -> StoreResult<Option<Value>> {
+        text.map(|t| self.json(column, &t)).transpose()
+    }
+}
+
+#[derive(FromRow)]
+pub(super) struct ProposalRow {
+    id: String,
+    bottle_id: i64,
+    slug: String,
+    kind: String,
+    change: String,
+    justification: String,
+    status: String,
+    flags: String,
+    hits: i64,
+    created_at: String,
+    expires_at: Option<String>,
+    decided_at: Option<String>,
+    decided_by: Option<String>,
+    decision_note: Option<String>,
+    decision_change: Option<String>,
+    archived_at: Option<String>,
+    grant_id: Option<String>,
+}
+
+impl ProposalRow {
+    /// The proposal as it reads at `now`: a pending one past its expiry is `Expired`.
+    pub(super) fn at(self, now: &Timestamp) -> StoreResult<Proposal> {
+        let mut p = Proposal::try_from(self)?;
+        if p.status == Status::Pending && p.expires_at.as_ref().is_some_and(|e| e <= now) {
+            p.status = Status::Expired;
+        }
+        Ok(p)
+    }
+}
+
+impl TryFrom<ProposalRow> for Proposal {
+    type Error = StoreError;
+
+    /// The proposal as stored (no expiry applied).
+    fn try_from(r: ProposalRow) -> StoreResult<Proposal> {
+        let c = Cells {
+            table: "proposals",
+            id: &r.id,
+        };
+        let kind: Kind = c.parse("kind", &r.kind)?;
+        let status: Status = c.parse("status", &r.status)?;
+        let change = c.json("change", &r.change)?;
+        let decision_change = c.opt_json("decision_change", r.decision_change)?;
+        let names: Vec<String> = serde_json::from_str(&r.flags)
+            .map_err(|e| c.corrupt(format!("flags is not a JSON list of names: {e}")))?;
+        let mut flags = names
+            .iter()
+            .map(|n| c.parse::<Flag>("flags", n))
+            .collect::<StoreResult<Vec<Flag>>>()?;
+        if status == Status::Modified
+            && let Some(modified) = &decision_change
+        {
+            for f in change::modified_flags(kind, &change, modified) {
+                if !flags.contains(&f) {
+                    flags.push(f);
+                }
+            }
+        }
+        let decision = match (r.decided_at, r.decided_by) {
+            (Some(decided_at), Some(decided_by)) => Some(Decision {
+                change: decision_change,
+                note: r.decision_note,
+                decided_by,
+                decided_at: c.time("decided_at", decided_at)?,
+                grant_id: r.grant_id.map(GrantId::from_row),
+            }),
+            _ => None,
+        };
+        let created_at = c.time("created_at", r.created_at)?;
+        let expires_at = c.opt_time("expires_at", r.expires_at)?;
+        let archived_at = c.opt_time("archived_at", r.archived_at)?;
+        Ok(Proposal {
+            id: ProposalId::from_row(r.id),
+            bottle: r.slug,
+            bottle_id: BottleId::from_row(r.bottle_id),
+            kind,
+            change,
+            justification: r.justification,
+            status,
+            flags,
+            hits: r.hits,
+            created_at,
+            expires_at,
+            decision,
+            archived_at,
+        })
+    }
+}
+
+#[derive(FromRow)]
+pub(super) struct EventRow {
+    seq: i64,
+    at: String,
+    event: String,
+    actor: String,
+    slug: Option<String>,
+    bottle_id: Option<i64>,
+    proposal_id: Option<String>,
+    grant_id: Option<String>,
+    kind: Option<String>,
+    change: Option<String>,
+    note: Option<String>,
+}
+
+impl TryFrom<EventRow> for Event {
+    type Error = StoreError;
+
+    fn try_from(r: EventRow) -> StoreResult<Event> {
+        let seq = r.seq.to_string();
+        let c = Cells {
+            table: "events",
+            id: &seq,
+        };
+        Ok(Event {
+            seq: r.seq,
+            at: c.time("at", r.at)?,
+            event: c.parse::<EventKind>("event", &r.event)?,
+            actor: r.actor,
+            bottle: r.slug,
+            bottle_id: r.bottle_id.map(BottleId::from_row),
+            proposal_id: r.proposal_id.map(ProposalId::from_row),
+            grant_id: r.grant_id.map(GrantId::from_row),
+            kind: r.kind.map(|k| c.parse::<Kind>("kind", &k)).transpose()?,
+            change: c.opt_json("change", r.change)?,
+            note: r.note,
+        })
+    }
+}
+
+#[derive(FromRow)]
+pub(super) struct GrantRow {
+    id: String,
+    slug: String,
+    proposal_id: String,
+    kind: String,
+    change: String,
+    granted_by: String,
+    created_at: String,
+    expires_at: Option<String>,
+    ended_at: Option<String>,
+    end_reason: Option<String>,
+}
+
+impl TryFrom<GrantRow> for Grant {
+    type Error = StoreError;
+
+    fn try_from(r: GrantRow) -> StoreResult<Grant> {
+        let c = Cells {
+            table: "grants",
+            id: &r.id,
+        };
+        Ok(Grant {
+            kind: c.parse("kind", &r.kind)?,
+            change: c.json("change", &r.change)?,
+            created_at: c.time("created_at", r.created_at)?,
+            expires_at: c.opt_time("expires_at", r.expires_at)?,
+            ended_at: c.opt_time("ended_at", r.ended_at)?,
+            end_reason: r
+                .end_reason
+                .map(|e| c.parse::<EndReason>("end_reason", &e))
+                .transpose()?,
+            id: GrantId::from_row(r.id),
+            bottle: r.slug,
+            proposal_id: ProposalId::from_row(r.proposal_id),
+            granted_by: r.granted_by,
+        })
+    }
+}
+
+#[derive(FromRow)]
+pub(super) struct BottleRow {
+    id: i64,
+    slug: String,
+    ip: String,
+    created_at: String,
+}
+
+impl TryFrom<BottleRow> for Bottle {
+    type Error = StoreError;
+
+    fn try_from(r: BottleRow) -> StoreResult<Bottle> {
+        let id = r.id.to_string();
+        let c = Cells {
+            table: "bottles",
+            id: &id,
+        };
+        let ip =
+            r.ip.parse()
+                .map_err(|_| c.corrupt(format!("ip: {:?} is not an IP address", r.ip)))?;
+        Ok(Bottle {
+            id: BottleId::from_row(r.id),
+            slug: r.slug,
+            ip,
+            created_at: c.time("created_at", r.created_at)?,
+        })
+    }
+}
+
+/// Converts every row, failing on the first corrupt one.
+pub(super) fn all<R, T>(rows: Vec<R>) -> StoreResult<Vec<T>>
+where
+    T: TryFrom<R, Error = StoreError>,
+{
+    rows.into_iter().map(T::try_from).collect()
+}
+
+/// Parses one vocabulary cell read outside a row type (a `RETURNING` list).
+pub(super) fn word<T: FromStr<Err = UnknownName>>(
+    table: &'static str,
+    id: &str,
+    column: &str,
+    text: &str,
+) -> StoreResult<T> {
+    Cells { table, id }.parse(column, text)
+}

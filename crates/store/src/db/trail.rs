@@ -1,0 +1,89 @@
+//! Appending to the audit trail: the one insert into `events`, and who an actor is.
+
+use sqlx::sqlite::SqliteConnection;
+
+use crate::model::{BottleId, EventKind, Kind, Proposal, Timestamp};
+
+/// One audit event to append.
+pub(super) struct NewEvent<'a> {
+    pub event: EventKind,
+    pub actor: &'a str,
+    pub bottle_id: Option<BottleId>,
+    pub proposal_id: Option<&'a str>,
+    pub grant_id: Option<&'a str>,
+    pub kind: Option<Kind>,
+    pub change: Option<&'a str>,
+    pub note: Option<&'a str>,
+}
+
+impl<'a> NewEvent<'a> {
+    /// An event with only its name and actor; set the rest with struct update syntax.
+    pub fn new(event: EventKind, actor: &'a str) -> NewEvent<'a> {
+        NewEvent {
+            event,
+            actor,
+            bottle_id: None,
+            proposal_id: None,
+            grant_id: None,
+            kind: None,
+            change: None,
+            note: None,
+        }
+    }
+}
+
+/// Appends one event inside the caller's transaction.
+pub(super) async fn record(
+    conn: &mut SqliteConnection,
+    at: &Timestamp,
+    ev: NewEvent<'_>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO events (at, event, actor, bottle_id, proposal_id, grant_id, kind, change, note) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(at.as_str())
+    .bind(ev.event.as_str())
+    .bind(ev.actor)
+    .bind(ev.bottle_id.map(BottleId::get))
+    .bind(ev.proposal_id)
+    .bind(ev.grant_id)
+    .bind(ev.kind.map(Kind::as_str))
+    .bind(ev.change)
+    .bind(ev.note)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Records that an undecided proposal ran out of time.
+pub(super) async fn record_expired(
+    conn: &mut SqliteConnection,
+    now: &Timestamp,
+    p: &Proposal,
+) -> sqlx::Result<()> {
+    let change = p.change.to_string();
+    record(
+        conn,
+        now,
+        NewEvent {
+            bottle_id: Some(p.bottle_id),
+            proposal_id: Some(&p.id),
+            kind: Some(p.kind),
+            change: Some(&change),
+            ..NewEvent::new(EventKind::Expired, SYSTEM)
+        },
+    )
+    .await
+}
+
+/// The actor of what the server does on its own (expiry, cooldown, registration).
+pub(super) const SYSTEM: &str = "system";
+
+pub(super) fn actor_bottle(slug: &str) -> String {
+    format!("bottle:{slug}")
+}
+
+pub(super) fn actor_operator(name: &str) -> String {
+    format!("operator:{name}")
+}

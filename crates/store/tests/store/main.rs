@@ -1,0 +1,12 @@
+//! The store's integration tests, on real database files in temporary directories. One
+//! module per capability; `common` is the shared set-up.
+
+mod bad_input;
+mod busy;
+mod common;
+mod concurrency;
+mod corrupt;
+mod crash;
+mod lifecycle;
+mod migrations;
+mod pending_cap;
