@@ -79,7 +79,7 @@ async fn confirmation(ctx: &Ctx, store: &Store, p: &Proposal) -> String {
     }
     let mut line = format!(
         "{} {} ({}: {kind} {what})",
-        super::list::paint_status(s, p.status),
+        super::queue::paint_status(s, p.status),
         s.paint(Color::Cyan, &p.id),
         render::one_line(&p.bottle)
     );
