@@ -282,7 +282,7 @@ pub(crate) fn store_failure(e: &StoreError, tool: &str) -> Answer {
         | StoreError::Symlink(_) => {
             tracing::error!(error = %e, tool, "store failure");
             refused(
-                format!("the server cannot write its database: {e}"),
+                format!("the server's database could not serve this call: {e}"),
                 None,
                 &format!(
                     "tell your user the operator must fix the database; call {tool} again once \
@@ -293,7 +293,7 @@ pub(crate) fn store_failure(e: &StoreError, tool: &str) -> Answer {
         other => {
             tracing::error!(error = %other, tool, "store failure");
             refused(
-                format!("the server cannot write its database: {other}"),
+                format!("the server's database could not serve this call: {other}"),
                 None,
                 &format!("call {tool} again in a minute; tell your user if it keeps failing."),
             )
