@@ -21,7 +21,7 @@ pub mod error;
 pub mod model;
 pub mod paths;
 
-pub use db::{ProposalLimits, Store, StoreOptions};
+pub use db::{ProposalLimits, ServerClaim, Store, StoreOptions};
 pub use error::{StoreError, StoreResult};
 pub use model::{
     Bottle, BottleId, Decision, Delivery, EndReason, Event, EventKind, Flag, Grant, GrantId, Kind,
