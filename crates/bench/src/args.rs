@@ -179,6 +179,7 @@ impl RunArgs {
         Ok(Plan {
             scenarios,
             styles,
+            quick: q,
             repeat: self.repeat.max(1),
             hold: self.pick(self.hold, 10_000, 200),
             hold_grace: self.hold_grace.unwrap_or(if q { 3 } else { 20 }),

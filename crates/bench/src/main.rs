@@ -3,10 +3,12 @@
 //! It starts its own `supervise-server` processes on temporary databases (or targets
 //! `--url`), registers bottles on many loopback addresses, drives MCP traffic over
 //! keep-alive HTTP/1.1 in either protocol era, measures the two physical limits in the same
-//! run, and prints one table plus a JSON
+//! run, measures what hostile clients cost the server, and prints one table plus a JSON
 //! file. `docs/PERFORMANCE.md` explains the figures.
 //!
-//! Layout: [`args`] the command line; [`client`] the MCP connection; [`load`] the closed-loop driver; [`scenarios`] the scenarios by family and their
+//! Layout: [`args`] the command line; [`client`] the MCP connection; [`raw`] hand-written
+//! requests for the clients a well-behaved one never is (garbage bodies, clients that do not
+//! read); [`load`] the closed-loop driver; [`scenarios`] the scenarios by family and their
 //! dispatch; [`baseline`] the SQLite and bare-hyper limits; [`procs`] child processes; [`db`]
 //! work on the server's file beside it (deciding, counting, preloading); [`report`] the
 //! table, the targets and the JSON; [`sys`] pinning, rlimits and /proc; [`stats`]
@@ -18,6 +20,7 @@ mod client;
 mod db;
 mod load;
 mod procs;
+mod raw;
 mod report;
 mod scenarios;
 mod stats;
@@ -174,9 +177,11 @@ fn run(args: RunArgs) -> Result<bool> {
     let targets = report::targets(&medians, &all_rows);
     println!();
     print!("{}", report::table(&medians));
-    println!();
-    println!("targets:");
-    print!("{}", report::targets_text(&targets));
+    if !targets.is_empty() {
+        println!();
+        println!("targets:");
+        print!("{}", report::targets_text(&targets));
+    }
 
     let json_path = args.json.clone().unwrap_or_else(|| {
         std::env::current_exe()

@@ -3,6 +3,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -85,6 +86,18 @@ impl Under {
             db: Some(server.db.clone()),
             _server: Some(server),
         })
+    }
+
+    /// SIGTERM to the server this run started; how long it took to exit, and its status
+    /// (`None`: still running after `within`).
+    pub(super) async fn terminate(
+        &mut self,
+        within: Duration,
+    ) -> Result<(Duration, Option<ExitStatus>)> {
+        match &mut self._server {
+            Some(server) => server.proc.terminate_timed(within).await,
+            None => bail!("this scenario stops the server: it cannot run with --url"),
+        }
     }
 
     pub(super) fn db(&self) -> Result<&Path> {

@@ -2,9 +2,10 @@
 //! fixed order, sharing a server between repeated rounds where the figures allow it.
 //!
 //! Families: [`baseline`] (bare hyper), [`propose`], [`poll`] (`check-pending`, `deliver`,
-//! `list`), [`hold`] (`hold`, `hold-bare`) and [`wake`] (`wake`,
-//! `wake-burst`).
+//! `list`), [`hold`] (`hold`, `hold-bare`), [`wake`] (`wake`, `wake-burst`)
+//! and [`abuse`] (`garbage-batch`, `sigterm-stalled`: what hostile clients cost the server).
 
+mod abuse;
 mod baseline;
 mod ctx;
 mod hold;
@@ -23,7 +24,7 @@ use crate::db;
 use crate::stats::Row;
 
 /// Every scenario, in the order they run.
-pub const ALL_SCENARIOS: [&str; 9] = [
+pub const ALL_SCENARIOS: [&str; 11] = [
     "baseline-sqlite",
     "baseline-http",
     "propose",
@@ -33,10 +34,12 @@ pub const ALL_SCENARIOS: [&str; 9] = [
     "deliver",
     "hold",
     "wake",
+    "garbage-batch",
+    "sigterm-stalled",
 ];
 
-/// Scenarios `--quick` leaves out unless named.
-pub const NOT_QUICK: [&str; 0] = [];
+/// Scenarios `--quick` leaves out unless named: it takes the server's write timeout.
+pub const NOT_QUICK: [&str; 1] = ["sigterm-stalled"];
 
 /// The pending cap of the `propose-capped` server: far above what a run files, so every
 /// proposal is accepted and only the cost of checking the cap shows.
@@ -47,6 +50,8 @@ const PROPOSE_CAP: u64 = 100_000_000;
 pub struct Plan {
     pub scenarios: Vec<String>,
     pub styles: Vec<Style>,
+    /// `--quick`: `garbage-batch` does not wait out the server's write timeout.
+    pub quick: bool,
     pub repeat: usize,
     pub hold: usize,
     pub hold_grace: u64,
@@ -57,7 +62,7 @@ pub struct Plan {
     pub preload: u64,
 }
 
-fn failed_row(scenario: &str, style: &str, e: &anyhow::Error) -> Row {
+pub(super) fn failed_row(scenario: &str, style: &str, e: &anyhow::Error) -> Row {
     eprintln!("supervise-bench: {scenario} failed: {e:#}");
     Row {
         scenario: scenario.into(),
@@ -221,6 +226,16 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
         rows.push(push(r, "wake", primary.version()));
         let r = wake::wake(ctx, primary, plan.wake, plan.wake_grace, 0.0, "wake-burst").await;
         rows.push(push(r, "wake-burst", primary.version()));
+    }
+    if want("garbage-batch") {
+        match abuse::garbage_batch(ctx, plan.quick).await {
+            Ok(found) => rows.extend(found.into_iter().map(|r| push(Ok(r), "", ""))),
+            Err(e) => rows.push(push(Err(e), "garbage-batch", "2025-03-26")),
+        }
+    }
+    if want("sigterm-stalled") {
+        let r = abuse::sigterm_stalled(ctx).await;
+        rows.push(push(r, "sigterm-stalled", "2025-03-26"));
     }
     rows
 }
