@@ -157,3 +157,17 @@ impl Drop for Stalled {
         self.writer.abort();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ones_is_a_json_array_of_the_asked_length() {
+        let body = ones(1024 * 1024 - 1);
+        assert_eq!(body.len(), 1024 * 1024 - 1);
+        let items: Vec<u8> = serde_json::from_slice(&body).expect("a JSON array");
+        assert_eq!(items.len(), 524_287);
+        assert!(items.iter().all(|&i| i == 1));
+    }
+}
