@@ -127,7 +127,8 @@ impl Waiters {
             match store.take_decisions(&items).await {
                 Ok(delivered) => {
                     for ((_, _, taken), d) in held.iter_mut().zip(delivered) {
-                        if matches!(d, Delivery::Decided(_) | Delivery::Expired(_)) {
+                        // A removed generation's item is left to its waiters, who are told.
+                        if let Ok(d @ (Delivery::Decided(_) | Delivery::Expired(_))) = d {
                             **taken = Some(d);
                         }
                     }

@@ -5,6 +5,7 @@ use serde_json::Value;
 use sqlx::sqlite::SqliteConnection;
 use tracing::instrument;
 
+use super::bottles::live_generation;
 use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::{NewEvent, SYSTEM, actor_bottle, record, record_expired};
 use super::{ProposalLimits, Store};
@@ -67,14 +68,18 @@ impl Store {
     }
 
     /// A bottle's proposals not yet archived (what the agent can still poll), oldest first.
+    /// Refused with [`StoreError::BottleGone`] once the generation was removed.
     pub async fn open_proposals(&self, bottle_id: BottleId) -> StoreResult<Vec<Proposal>> {
         let now = Timestamp::now();
+        let mut tx = self.inner.pool.begin().await?;
+        live_generation(&mut tx, bottle_id).await?;
         let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.archived_at IS NULL ORDER BY p.created_at, p.id"
         )))
         .bind(bottle_id.get())
-        .fetch_all(&self.inner.pool)
+        .fetch_all(&mut *tx)
         .await?;
+        tx.commit().await?;
         rows.into_iter().map(|r| r.at(&now)).collect()
     }
 
@@ -262,13 +267,10 @@ async fn propose_in(
     p: Prepared,
     now: &Timestamp,
 ) -> StoreResult<StoreResult<Proposed>> {
-    let Some(slug): Option<String> =
-        sqlx::query_scalar("SELECT slug FROM bottles WHERE id = ? AND removed_at IS NULL")
-            .bind(p.bottle_id.get())
-            .fetch_optional(&mut *conn)
-            .await?
-    else {
-        return Ok(Err(StoreError::BottleNotFound(format!("#{}", p.bottle_id))));
+    let slug = match live_generation(conn, p.bottle_id).await {
+        Ok(slug) => slug,
+        Err(e @ (StoreError::BottleGone(_) | StoreError::BottleNotFound(_))) => return Ok(Err(e)),
+        Err(e) => return Err(e),
     };
     let actor = actor_bottle(&slug);
     let change_text = p.change.to_string();
