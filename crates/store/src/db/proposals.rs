@@ -7,7 +7,9 @@ use tracing::instrument;
 
 use super::bottles::live_generation;
 use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
-use super::trail::{NewEvent, SYSTEM, actor_bottle, record, record_expired};
+use super::trail::{
+    NewEvent, SYSTEM, actor_bottle, hits_note, record, record_expired, repeat_is_due,
+};
 use super::{ProposalLimits, Store};
 use crate::change;
 use crate::error::{StoreError, StoreResult};
@@ -315,7 +317,9 @@ async fn same_undecided(
     row.map(|r| r.at(now)).transpose()
 }
 
-/// Coalesces a repeat into the undecided proposal: one more hit, a `repeated` event.
+/// Coalesces a repeat into the undecided proposal: one more hit, always; a `repeated` event
+/// (noting the hits so far) only when none was written in the last
+/// [`REPEAT_EVENT_EVERY`](super::trail::REPEAT_EVENT_EVERY).
 async fn repeat(
     conn: &mut SqliteConnection,
     p: &Prepared,
@@ -328,19 +332,23 @@ async fn repeat(
         .bind(old.id.as_str())
         .execute(&mut *conn)
         .await?;
-    record(
-        conn,
-        now,
-        NewEvent {
-            bottle_id: Some(p.bottle_id),
-            proposal_id: Some(&old.id),
-            kind: Some(p.kind),
-            change: Some(change_text),
-            ..NewEvent::new(EventKind::Repeated, actor)
-        },
-    )
-    .await?;
     old.hits += 1;
+    if repeat_is_due(conn, &old.id, EventKind::Repeated).await? {
+        let note = hits_note(old.hits);
+        record(
+            conn,
+            now,
+            NewEvent {
+                bottle_id: Some(p.bottle_id),
+                proposal_id: Some(&old.id),
+                kind: Some(p.kind),
+                change: Some(change_text),
+                note: Some(&note),
+                ..NewEvent::new(EventKind::Repeated, actor)
+            },
+        )
+        .await?;
+    }
     Ok(Proposed::Repeated(old))
 }
 
@@ -364,7 +372,8 @@ async fn recently_rejected(
     row.map(|r| r.at(now)).transpose()
 }
 
-/// Answers with the earlier rejection: one more hit on it, an `auto-rejected` event.
+/// Answers with the earlier rejection: one more hit on it, always; an `auto-rejected` event
+/// at most once per [`REPEAT_EVENT_EVERY`](super::trail::REPEAT_EVENT_EVERY), as for repeats.
 async fn auto_reject(
     conn: &mut SqliteConnection,
     p: &Prepared,
@@ -376,21 +385,23 @@ async fn auto_reject(
         .bind(old.id.as_str())
         .execute(&mut *conn)
         .await?;
-    let note = old.decision.as_ref().and_then(|d| d.note.clone());
-    record(
-        conn,
-        now,
-        NewEvent {
-            bottle_id: Some(p.bottle_id),
-            proposal_id: Some(&old.id),
-            kind: Some(p.kind),
-            change: Some(change_text),
-            note: note.as_deref(),
-            ..NewEvent::new(EventKind::AutoRejected, SYSTEM)
-        },
-    )
-    .await?;
     old.hits += 1;
+    if repeat_is_due(conn, &old.id, EventKind::AutoRejected).await? {
+        let note = old.decision.as_ref().and_then(|d| d.note.clone());
+        record(
+            conn,
+            now,
+            NewEvent {
+                bottle_id: Some(p.bottle_id),
+                proposal_id: Some(&old.id),
+                kind: Some(p.kind),
+                change: Some(change_text),
+                note: note.as_deref(),
+                ..NewEvent::new(EventKind::AutoRejected, SYSTEM)
+            },
+        )
+        .await?;
+    }
     Ok(Proposed::AutoRejected(old))
 }
 
