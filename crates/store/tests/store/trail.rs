@@ -120,3 +120,50 @@ async fn repeats_of_different_proposals_are_each_recorded() {
         assert_eq!(repeated, 1, "one per proposal, not one per bottle");
     }
 }
+
+#[tokio::test]
+async fn the_hook_position_is_durable_and_never_moves_back() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    assert_eq!(store.hook_position().await.unwrap(), None, "hooks never ran");
+    store.advance_hook_position(5).await.unwrap();
+    store.advance_hook_position(3).await.unwrap();
+    assert_eq!(store.hook_position().await.unwrap(), Some(5));
+    store.advance_hook_position(9).await.unwrap();
+    store.close().await;
+    // Another process (a restarted server) reads what was recorded.
+    let again = db.open().await;
+    assert_eq!(again.hook_position().await.unwrap(), Some(9));
+}
+
+#[tokio::test]
+async fn a_bottles_events_are_read_back_in_a_window() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    let a = bottle(&store, "alpha", "127.0.0.1").await;
+    let b = bottle(&store, "beta", "127.0.0.2").await;
+    for host in ["one.example", "two.example", "three.example"] {
+        created(&store, egress(&a, host)).await;
+        created(&store, egress(&b, host)).await;
+    }
+    let end = store.last_seq().await.unwrap();
+    let all = store.events_after(0, 100).await.unwrap();
+    let of_a: Vec<i64> = all
+        .iter()
+        .filter(|e| e.bottle_id == Some(a.id))
+        .map(|e| e.seq)
+        .collect();
+    let got: Vec<i64> = store
+        .bottle_events_between(Some(a.id), of_a[0], end, 2)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(got, of_a[1..3]);
+    let got = store
+        .bottle_events_between(Some(a.id), of_a[1], of_a[2], 10)
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1, "the window's end is included, nothing past it");
+}
