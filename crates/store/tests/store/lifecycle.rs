@@ -474,7 +474,10 @@ async fn removed_bottle_is_a_new_bottle_when_added_again() {
         Err(StoreError::BottleGone(_))
     ));
     assert!(matches!(
-        store.take_decisions(&[(old.id, granted.clone())]).await.unwrap()[..],
+        store
+            .take_decisions(&[(old.id, granted.clone())])
+            .await
+            .unwrap()[..],
         [Err(StoreError::BottleGone(_))]
     ));
     let audit: Vec<_> = store

@@ -125,7 +125,11 @@ async fn repeats_of_different_proposals_are_each_recorded() {
 async fn the_hook_position_is_durable_and_never_moves_back() {
     let db = TestDb::new();
     let store = db.open().await;
-    assert_eq!(store.hook_position().await.unwrap(), None, "hooks never ran");
+    assert_eq!(
+        store.hook_position().await.unwrap(),
+        None,
+        "hooks never ran"
+    );
     store.advance_hook_position(5).await.unwrap();
     store.advance_hook_position(3).await.unwrap();
     assert_eq!(store.hook_position().await.unwrap(), Some(5));
@@ -165,5 +169,9 @@ async fn a_bottles_events_are_read_back_in_a_window() {
         .bottle_events_between(Some(a.id), of_a[1], of_a[2], 10)
         .await
         .unwrap();
-    assert_eq!(got.len(), 1, "the window's end is included, nothing past it");
+    assert_eq!(
+        got.len(),
+        1,
+        "the window's end is included, nothing past it"
+    );
 }
