@@ -106,7 +106,7 @@ async fn batch(
             body.push(b',');
         }
         // +1 for the closing bracket.
-        if body.len() + answer.len() + 1 <= MAX_BATCH_ANSWER_BYTES {
+        if body.len() + answer.len() < MAX_BATCH_ANSWER_BYTES {
             body.extend_from_slice(&answer);
         } else {
             let left_out = ErrorResponse::new(

@@ -55,9 +55,8 @@ pub(crate) fn parse(name: &str, args: &Map<String, Value>) -> Option<Result<Call
 /// bottle that has it now, or is refused when none does.
 pub(crate) async fn apply(app: &App, bottle: &Bottle, call: Call) -> Answer {
     let retry = call.clone();
-    match apply_as(app, bottle, call).await {
-        Ok(answer) => return answer,
-        Err(Stale) => {}
+    if let Ok(answer) = apply_as(app, bottle, call).await {
+        return answer;
     }
     let ip = bottle.ip;
     match app.bottles.reattribute(&app.store, bottle).await {
