@@ -108,13 +108,17 @@ async fn hooks_resume_after_a_restart_and_see_what_was_written_while_down() {
     let hook = slow_hook(&out, "0.3");
     let flags = ["--grace", "0", "--on-event", hook.as_str()];
     let server = Server::start(&flags);
+    // Recorded at the first start, just after the address is logged.
     let from = {
         let store = server.store().await;
-        store
-            .hook_position()
-            .await
-            .unwrap()
-            .expect("recorded at the first start")
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(seq) = store.hook_position().await.unwrap() {
+                break seq;
+            }
+            assert!(Instant::now() < deadline, "no hook position recorded");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     };
     let alpha = mcp_from(&server, ALPHA, ProtocolVersion::V_2025_11_25).await;
     for host in ["one.example", "two.example", "three.example"] {
