@@ -226,6 +226,22 @@ pub(crate) fn withdrawn(p: &Proposal) -> Answer {
     )
 }
 
+/// Withdrawn while a call waited on it: by `withdraw-proposal` from another call, or because
+/// the bottle was removed.
+pub(crate) fn withdrawn_while_waiting(p: &Proposal) -> Answer {
+    let what = describe(p.kind, &p.change);
+    answer(
+        "withdrawn",
+        p,
+        format!(
+            "Proposal {} ({what}) was withdrawn while this call waited (by withdraw-proposal, \
+             or because the bottle was removed); the operator will not decide it.",
+            p.id
+        ),
+        "nothing to poll; propose again if you still need it.".into(),
+    )
+}
+
 /// No open proposal of this bottle has the id.
 pub(crate) fn unknown(id: &str) -> Answer {
     Answer {

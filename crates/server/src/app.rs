@@ -67,9 +67,26 @@ impl App {
             shutdown.clone(),
         )));
         if let Some(command) = config.on_event.clone() {
+            // Resume where the hooks stopped; a first start begins at the end, recorded now.
+            let from = match store.hook_position().await? {
+                Some(seq) => seq.min(start_seq),
+                None => {
+                    store.advance_hook_position(start_seq).await?;
+                    start_seq
+                }
+            };
+            if from < start_seq {
+                tracing::info!(
+                    from,
+                    backlog = start_seq - from,
+                    "hooks resume from their recorded position"
+                );
+            }
             tasks.push(tokio::spawn(hooks::run(
                 hooks::HookConfig::new(command),
-                feed.subscribe(),
+                store.clone(),
+                feed.subscribe_from(from),
+                from,
                 shutdown.clone(),
             )));
         }

@@ -1,6 +1,11 @@
 //! Attribution: the bottle registered for a source address, looked up in the store and
-//! reused for a short time (a bottle removed with the CLI stops being served within that
-//! time; an unregistered address is remembered for the same time).
+//! reused for a short time (an unregistered address is remembered for the same time).
+//!
+//! The cache is never trusted with isolation: every agent-side store method checks that the
+//! generation it is given is still live and refuses with `BottleGone` otherwise, so a bottle
+//! removed (and perhaps re-added on the same address) with the CLI is never served from a
+//! stale entry. On that refusal the tool drops the entry and attributes the request again,
+//! once ([`BottleCache::reattribute`]).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -15,6 +20,10 @@ pub(crate) struct BottleCache {
     ttl: Duration,
     entries: Mutex<HashMap<IpAddr, (Instant, Option<Bottle>)>>,
 }
+
+/// A tool found that the generation it was attributed to has been removed: attribute again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stale;
 
 /// Entries kept before old ones are dropped.
 const MAX_ENTRIES: usize = 4096;
@@ -43,5 +52,21 @@ impl BottleCache {
         }
         entries.insert(ip, (Instant::now(), bottle.clone()));
         Ok(bottle)
+    }
+
+    /// Attributes a request again after the store refused `stale` as removed: forgets every
+    /// entry naming that generation and looks its address up in the store. `None`: no live
+    /// bottle has the address now.
+    pub(crate) async fn reattribute(
+        &self,
+        store: &Store,
+        stale: &Bottle,
+    ) -> StoreResult<Option<Bottle>> {
+        self.entries
+            .lock()
+            .expect("not poisoned")
+            .retain(|ip, (_, b)| *ip != stale.ip && b.as_ref().is_none_or(|b| b.id != stale.id));
+        let fresh = self.lookup(store, stale.ip).await?;
+        Ok(fresh.filter(|b| b.id != stale.id))
     }
 }

@@ -65,6 +65,10 @@ pub(crate) struct Subscription {
     health_open: bool,
     /// A batch received while a gap before it is being read.
     held: Option<Batch>,
+    /// A subscriber that starts before the reader's start position reads up to here from
+    /// the store first, without waiting for the next batch (on a quiet server there may
+    /// be none for a long time).
+    catch_up_to: i64,
 }
 
 impl Feed {
@@ -82,13 +86,21 @@ impl Feed {
 
     /// A subscriber that will be given every event after the start position.
     pub(crate) fn subscribe(&self) -> Subscription {
+        self.subscribe_from(self.start)
+    }
+
+    /// A subscriber that will be given every event after `seq`, which may be older than the
+    /// reader's start (a position kept in the database): the events in between are read
+    /// from the store first, page by page.
+    pub(crate) fn subscribe_from(&self, seq: i64) -> Subscription {
         Subscription {
             store: self.store.clone(),
-            seq: self.start,
+            seq,
             batches: self.batches.subscribe(),
             failing: self.failing.subscribe(),
             health_open: true,
             held: None,
+            catch_up_to: self.start,
         }
     }
 
@@ -148,6 +160,23 @@ impl Subscription {
     /// loses nothing.
     pub(crate) async fn next(&mut self) -> Option<Update> {
         loop {
+            if self.seq < self.catch_up_to {
+                match self.store.events_after(self.seq, PAGE).await {
+                    Ok(events) => match events.last() {
+                        Some(last) => {
+                            self.seq = last.seq;
+                            return Some(Update::Events(events.into()));
+                        }
+                        // Nothing after our position at all: the batches carry on from here.
+                        None => self.catch_up_to = self.seq,
+                    },
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a feed subscriber could not read its backlog; retrying");
+                        tokio::time::sleep(RETRY).await;
+                    }
+                }
+                continue;
+            }
             let batch = match self.held.take() {
                 Some(b) => b,
                 None => tokio::select! {

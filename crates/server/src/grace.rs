@@ -7,6 +7,7 @@ use supervise_store::{Bottle, Delivery, Kind, NewProposal, Proposed, StoreError}
 
 use crate::answer::{self, Answer};
 use crate::app::App;
+use crate::bottles::Stale;
 use crate::waiters::Waited;
 
 /// Who received a delivered decision (it is logged).
@@ -19,7 +20,8 @@ pub(crate) enum Via {
 }
 
 /// Files a proposal through the writer, then waits up to the grace window for a decision.
-/// `tool` names the calling tool in refusals.
+/// `tool` names the calling tool in refusals. [`Stale`]: the bottle generation was removed
+/// before filing; nothing was filed, attribute again.
 pub(crate) async fn file_and_wait(
     app: &App,
     bottle: &Bottle,
@@ -27,7 +29,7 @@ pub(crate) async fn file_and_wait(
     change: Value,
     justification: String,
     tool: &str,
-) -> Answer {
+) -> Result<Answer, Stale> {
     let filed = app
         .writer
         .propose(NewProposal {
@@ -38,34 +40,35 @@ pub(crate) async fn file_and_wait(
         })
         .await;
     let p = match filed {
-        Ok(Proposed::AutoRejected(p)) => return answer::auto_rejected(&p),
+        Ok(Proposed::AutoRejected(p)) => return Ok(answer::auto_rejected(&p)),
         Ok(Proposed::Created(p)) => p,
         Ok(Proposed::Repeated(p)) => p,
+        Err(StoreError::BottleGone(_)) => return Err(Stale),
         Err(StoreError::Invalid { field, message }) => {
             let field = if field == "change" {
                 "arguments".to_string()
             } else {
                 field
             };
-            return answer::bad_argument(&field, &message, tool);
+            return Ok(answer::bad_argument(&field, &message, tool));
         }
         Err(e @ StoreError::PendingCapReached { .. }) => {
-            return answer::refused(
+            return Ok(answer::refused(
                 e.to_string(),
                 None,
                 "wait for the operator to decide your open proposals (list-proposals shows them) before proposing more.",
-            );
+            ));
         }
-        Err(e) => return answer::store_failure(&e, tool),
+        Err(e) => return Ok(answer::store_failure(&e, tool)),
     };
     if app.config.grace.is_zero() || app.shutdown.is_started() {
-        return answer::pending(&p);
+        return Ok(answer::pending(&p));
     }
     let _place = match app.budget.try_acquire(bottle.id) {
         Ok(place) => place,
         Err(full) => {
             tracing::debug!(bottle = %bottle.slug, proposal = %p.id, ?full, "wait limit reached; answering pending at once");
-            return answer::pending(&p);
+            return Ok(answer::pending(&p));
         }
     };
     let deadline = tokio::time::Instant::now() + app.config.grace;
@@ -73,10 +76,16 @@ pub(crate) async fn file_and_wait(
         .waiters
         .wait(&app.store, bottle.id, &p.id, deadline, &app.shutdown)
         .await;
-    match waited {
+    // A bottle removed while its call waited is told so here: its proposal was withdrawn
+    // with it (or, already decided, is no longer its to take), never re-attributed.
+    Ok(match waited {
         Waited::Delivered(d) => delivered(*d, &p.id, bottle, Via::Waiting),
+        Waited::Withdrawn(p) => {
+            tracing::info!(bottle = %bottle.slug, proposal = %p.id, "waiting call told its proposal was withdrawn");
+            answer::withdrawn_while_waiting(&p)
+        }
         Waited::TimedOut | Waited::ShuttingDown => answer::pending(&p),
-    }
+    })
 }
 
 /// The answer for what the store delivered on proposal `id` of `bottle`.

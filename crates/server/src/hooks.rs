@@ -1,19 +1,32 @@
 //! `--on-event CMD`: runs the operator's command once per audit event, with the event as one
 //! JSON document on stdin. A subscriber of the store's change feed ([`crate::feed`]), so
 //! decisions written by the CLI in another process are seen too, and never in a request's
-//! path: a slow or failing hook is logged and killed after a timeout, and while every slot is
-//! busy the backlog waits in the database, not in memory (the subscription falls behind and
-//! later reads the gap from the store).
+//! path: a slow or failing hook is logged and killed after a timeout.
+//!
+//! Fair: events wait in one lane per bottle generation (and one for events of no bottle),
+//! and free slots take the lanes round-robin, one run per lane at a time. So a bottle's
+//! events run in order, and one bottle's backlog delays another bottle's next event by at
+//! most one hook run per other busy lane, however long that backlog is. A lane keeps at
+//! most [`LANE`] events in memory; the rest of its backlog waits in the database and is read
+//! again (through the `(bottle_id, seq)` index) when the lane has room.
+//!
+//! Durable: the runner's position, the highest `seq` at or below which every event is done
+//! (a low-water mark), is kept in the store after each run. A run is done when the hook
+//! exited (successfully or not), could not be started, or was killed at its timeout; a run
+//! cut short by shutdown is not, and runs again after the restart. A restarted server
+//! resumes from the stored position, so every event reaches the hook at least once, also
+//! those written while no server ran.
 
+use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use supervise_store::Event;
+use supervise_store::{BottleId, Event, Store};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
-use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
 use crate::feed::{Subscription, Update};
 use crate::shutdown::Shutdown;
@@ -25,7 +38,7 @@ pub(crate) struct HookConfig {
     pub(crate) command: String,
     /// A hook still running after this is killed (with its process group).
     pub(crate) timeout: Duration,
-    /// Hooks running at once; further events wait in the feed.
+    /// Hooks running at once (at most one per lane); further events wait in their lane.
     pub(crate) concurrency: usize,
 }
 
@@ -39,6 +52,11 @@ impl HookConfig {
         }
     }
 }
+
+/// Events one lane keeps in memory; the rest of its backlog is read again from the store.
+const LANE: usize = 64;
+/// How long the runner waits before retrying a store read or write that failed.
+const RETRY: Duration = Duration::from_millis(500);
 
 /// The JSON document a hook reads on stdin (SPEC "Events").
 pub(crate) fn event_document(ev: &Event) -> serde_json::Value {
@@ -56,38 +74,212 @@ pub(crate) fn event_document(ev: &Event) -> serde_json::Value {
     })
 }
 
-/// Runs hooks for every event `feed` gives (every event after the position it was
-/// subscribed at) until shutdown starts. Hooks still running at shutdown are killed with
-/// their process group when the runtime drops them.
-pub(crate) async fn run(config: HookConfig, mut feed: Subscription, shutdown: Shutdown) {
-    let stop = shutdown.started();
-    tokio::pin!(stop);
-    // A semaphore bounds the hooks running at once; waiting for a slot holds up only this
-    // task, never a request.
-    let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
-    let config = Arc::new(config);
-    loop {
-        let events = tokio::select! {
-            () = &mut stop => return,
-            update = feed.next() => match update {
-                Some(Update::Events(events)) => events,
-                // The feed's reader logs its failures; the backlog waits in the database.
-                Some(Update::Failing(_)) => continue,
-                None => return,
-            },
-        };
-        for ev in events.iter() {
-            let slot = tokio::select! {
-                () = &mut stop => return,
-                slot = slots.clone().acquire_owned() => slot.expect("semaphore never closed"),
-            };
-            let (config, ev) = (config.clone(), ev.clone());
-            tokio::spawn(async move {
-                run_one(&config, &ev).await;
-                drop(slot);
-            });
+/// The lane an event waits in: its bottle generation, or `None` for events of no bottle.
+type LaneKey = Option<BottleId>;
+
+/// One bottle generation's events not yet done.
+#[derive(Debug, Default)]
+struct Lane {
+    /// Events in `seq` order, at most [`LANE`].
+    queue: VecDeque<Event>,
+    /// `Some(r)`: the lane's events after `r` (up to the scanned position) are not in
+    /// memory and are read again from the store; later events of the lane are skipped.
+    behind: Option<i64>,
+    /// The event whose hook is running (one per lane at a time: per-bottle order).
+    running: Option<i64>,
+    /// Whether the lane is in the round-robin ring.
+    queued: bool,
+}
+
+impl Lane {
+    fn has_work(&self) -> bool {
+        !self.queue.is_empty() || self.behind.is_some()
+    }
+}
+
+/// The runner's state: lanes, the round-robin ring of lanes ready to run, and positions.
+#[derive(Debug)]
+struct Fair {
+    lanes: HashMap<LaneKey, Lane>,
+    /// Lanes with work and no run in progress, in turn order.
+    ring: VecDeque<LaneKey>,
+    /// Every event at or below this has been taken from the feed (into a lane, or left in
+    /// the database behind a full lane).
+    scanned: i64,
+    /// The position last recorded in the store.
+    recorded: i64,
+}
+
+impl Fair {
+    fn new(from: i64) -> Fair {
+        Fair {
+            lanes: HashMap::new(),
+            ring: VecDeque::new(),
+            scanned: from,
+            recorded: from,
         }
     }
+
+    /// Takes events from the feed into their lanes.
+    fn take(&mut self, events: &[Event]) {
+        for ev in events {
+            if ev.seq <= self.scanned {
+                continue;
+            }
+            self.scanned = ev.seq;
+            let key = ev.bottle_id;
+            let lane = self.lanes.entry(key).or_default();
+            if lane.behind.is_none() {
+                if lane.queue.len() < LANE {
+                    lane.queue.push_back(ev.clone());
+                } else {
+                    // Full: this event and the lane's later ones stay in the database.
+                    lane.behind = lane.queue.back().map(|e| e.seq);
+                }
+            }
+            self.ready(key);
+        }
+    }
+
+    /// Puts a lane with work and no run in the ring, once.
+    fn ready(&mut self, key: LaneKey) {
+        if let Some(lane) = self.lanes.get_mut(&key)
+            && lane.has_work()
+            && lane.running.is_none()
+            && !lane.queued
+        {
+            lane.queued = true;
+            self.ring.push_back(key);
+        }
+    }
+
+    /// A finished run: the lane may take its next turn, at the back of the ring.
+    fn finished(&mut self, key: LaneKey) {
+        if let Some(lane) = self.lanes.get_mut(&key) {
+            lane.running = None;
+            if lane.has_work() {
+                self.ready(key);
+            } else {
+                self.lanes.remove(&key);
+            }
+        }
+    }
+
+    /// The low-water mark: every event at or below it is done.
+    fn done_through(&self) -> i64 {
+        let mut mark = self.scanned;
+        for lane in self.lanes.values() {
+            let pending = [
+                lane.running.map(|s| s - 1),
+                lane.queue.front().map(|e| e.seq - 1),
+                lane.behind,
+            ];
+            for p in pending.into_iter().flatten() {
+                mark = mark.min(p);
+            }
+        }
+        mark
+    }
+}
+
+/// Runs hooks for every event after `from` (the stored position, or the end of the feed on
+/// a first start), fairly across bottles, recording the position as runs finish, until
+/// shutdown starts. Hooks still running then are killed with their process group.
+pub(crate) async fn run(
+    config: HookConfig,
+    store: Store,
+    mut feed: Subscription,
+    from: i64,
+    shutdown: Shutdown,
+) {
+    let stop = shutdown.started();
+    tokio::pin!(stop);
+    let config = Arc::new(config);
+    let slots = config.concurrency.max(1);
+    let mut fair = Fair::new(from);
+    // Dropping the set (on shutdown) aborts the runs, which kills their processes.
+    let mut runs: JoinSet<()> = JoinSet::new();
+    let mut lane_of: HashMap<tokio::task::Id, LaneKey> = HashMap::new();
+    loop {
+        // Start runs while slots are free, taking the lanes in turn.
+        while runs.len() < slots {
+            let Some(key) = fair.ring.pop_front() else {
+                break;
+            };
+            match next_of_lane(&store, &mut fair, key).await {
+                Ok(Some(ev)) => {
+                    let config = config.clone();
+                    let id = runs.spawn(async move { run_one(&config, &ev).await }).id();
+                    lane_of.insert(id, key);
+                }
+                Ok(None) => fair.finished(key),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading a hook backlog failed; retrying");
+                    fair.ready(key);
+                    tokio::time::sleep(RETRY).await;
+                    break;
+                }
+            }
+        }
+        tokio::select! {
+            () = &mut stop => return,
+            Some(done) = runs.join_next_with_id(), if !runs.is_empty() => {
+                let id = match &done {
+                    Ok((id, ())) => *id,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a hook run panicked; counted as done");
+                        e.id()
+                    }
+                };
+                if let Some(key) = lane_of.remove(&id) {
+                    fair.finished(key);
+                }
+                let mark = fair.done_through();
+                if mark > fair.recorded {
+                    match store.advance_hook_position(mark).await {
+                        Ok(()) => fair.recorded = mark,
+                        // Kept in memory; the next run's end records it again.
+                        Err(e) => tracing::warn!(error = %e, seq = mark, "recording the hook position failed"),
+                    }
+                }
+            }
+            update = feed.next() => match update {
+                Some(Update::Events(events)) => fair.take(&events),
+                // The feed's reader logs its failures; the backlog waits in the database.
+                Some(Update::Failing(_)) => {}
+                None => return,
+            },
+        }
+    }
+}
+
+/// Takes the next event of a lane whose turn it is, reading the lane's backlog from the
+/// store first when only the database holds it, and marks it running.
+async fn next_of_lane(
+    store: &Store,
+    fair: &mut Fair,
+    key: LaneKey,
+) -> supervise_store::StoreResult<Option<Event>> {
+    let scanned = fair.scanned;
+    let Some(lane) = fair.lanes.get_mut(&key) else {
+        return Ok(None);
+    };
+    lane.queued = false;
+    if lane.queue.is_empty()
+        && let Some(after) = lane.behind
+    {
+        let events = store
+            .bottle_events_between(key, after, scanned, LANE as u32)
+            .await?;
+        lane.behind = match events.last() {
+            Some(last) if events.len() == LANE => Some(last.seq),
+            _ => None,
+        };
+        lane.queue.extend(events);
+    }
+    let ev = lane.queue.pop_front();
+    lane.running = ev.as_ref().map(|e| e.seq);
+    Ok(ev)
 }
 
 async fn run_one(config: &HookConfig, ev: &Event) {
@@ -214,8 +406,15 @@ mod tests {
         config: HookConfig,
     ) -> (crate::shutdown::Trigger, tokio::task::JoinHandle<()>) {
         let (trigger, shutdown) = crate::shutdown::channel();
-        let feed = crate::feed::Feed::new(store.clone(), store.last_seq().await.unwrap());
-        let runner = tokio::spawn(run(config, feed.subscribe(), shutdown.clone()));
+        let from = store.last_seq().await.unwrap();
+        let feed = crate::feed::Feed::new(store.clone(), from);
+        let runner = tokio::spawn(run(
+            config,
+            store.clone(),
+            feed.subscribe(),
+            from,
+            shutdown.clone(),
+        ));
         tokio::spawn(feed.run(Duration::from_millis(20), shutdown));
         (trigger, runner)
     }
@@ -300,6 +499,121 @@ mod tests {
         assert_eq!(lines, vec!["proposed"; 4]);
         assert!(started.elapsed() < Duration::from_secs(10));
         stop.start();
+        runner.await.unwrap();
+    }
+
+    fn event(seq: i64, bottle: i64) -> Event {
+        Event {
+            seq,
+            at: supervise_store::Timestamp::now(),
+            event: supervise_store::EventKind::Proposed,
+            actor: "bottle:x".into(),
+            bottle: Some("x".into()),
+            bottle_id: Some(BottleId::from_row(bottle)),
+            proposal_id: None,
+            grant_id: None,
+            kind: None,
+            change: None,
+            note: None,
+        }
+    }
+
+    /// Takes the next lane's next event from memory (no store in these tests).
+    fn turn(fair: &mut Fair) -> Option<(LaneKey, i64)> {
+        let key = fair.ring.pop_front()?;
+        let lane = fair.lanes.get_mut(&key)?;
+        lane.queued = false;
+        let ev = lane.queue.pop_front()?;
+        lane.running = Some(ev.seq);
+        Some((key, ev.seq))
+    }
+
+    #[test]
+    fn one_bottles_backlog_delays_anothers_event_by_one_run_at_most() {
+        let mut fair = Fair::new(0);
+        // Bottle 1 floods 200 events; then bottle 2 files one.
+        let flood: Vec<Event> = (1..=200).map(|s| event(s, 1)).collect();
+        fair.take(&flood);
+        let (key, seq) = turn(&mut fair).unwrap();
+        assert_eq!(seq, 1);
+        fair.take(&[event(201, 2)]);
+        // Bottle 1's run ends; the next turn is bottle 2's, not bottle 1's second event.
+        fair.finished(key);
+        assert_eq!(turn(&mut fair).map(|(_, s)| s), Some(201));
+        // Memory holds one lane's worth; the rest of the flood waits in the database.
+        assert_eq!(
+            fair.lanes[&Some(BottleId::from_row(1))].queue.len(),
+            LANE - 1
+        );
+        assert_eq!(
+            fair.lanes[&Some(BottleId::from_row(1))].behind,
+            Some(LANE as i64)
+        );
+    }
+
+    #[test]
+    fn the_position_is_the_low_water_mark_of_what_is_done() {
+        let mut fair = Fair::new(10);
+        fair.take(&[event(11, 1), event(12, 2), event(13, 1)]);
+        let (a, _) = turn(&mut fair).unwrap(); // 11 runs
+        let (b, _) = turn(&mut fair).unwrap(); // 12 runs
+        assert_eq!(fair.done_through(), 10);
+        fair.finished(b); // 12 done, 11 still running
+        assert_eq!(fair.done_through(), 10);
+        fair.finished(a); // 11 done; 13 waits
+        assert_eq!(fair.done_through(), 12);
+        let (a, _) = turn(&mut fair).unwrap();
+        fair.finished(a);
+        assert_eq!(fair.done_through(), 13);
+        assert!(fair.lanes.is_empty(), "finished lanes are dropped");
+    }
+
+    #[tokio::test]
+    async fn a_backlog_older_than_the_feed_and_longer_than_a_lane_runs_in_order_and_is_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, bottle) = store_with_bottle(dir.path()).await;
+        let from = store.last_seq().await.unwrap();
+        // Written "while no server ran": before the feed's start, more than a lane holds.
+        for i in 0..(LANE + 10) {
+            let p = store
+                .propose(proposal(bottle, &format!("h{i}.example")))
+                .await
+                .unwrap();
+            store.withdraw(bottle, &p.proposal().id).await.unwrap();
+        }
+        let end = store.last_seq().await.unwrap();
+        let out = dir.path().join("seqs");
+        let config = HookConfig::new(format!(
+            "read -r doc; printf '%s\\n' \"$doc\" >> {}",
+            out.display()
+        ));
+        let (trigger, shutdown) = crate::shutdown::channel();
+        let feed = crate::feed::Feed::new(store.clone(), end);
+        let runner = tokio::spawn(run(
+            config,
+            store.clone(),
+            feed.subscribe_from(from),
+            from,
+            shutdown.clone(),
+        ));
+        tokio::spawn(feed.run(Duration::from_millis(20), shutdown));
+        let want: Vec<i64> = ((from + 1)..=end).collect();
+        let lines = wait_for_lines(&out, want.len()).await;
+        let got: Vec<i64> = lines
+            .iter()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(got, want, "every event once, in order");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while store.hook_position().await.unwrap() != Some(end) {
+            assert!(Instant::now() < deadline, "the position reaches the end");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        trigger.start();
         runner.await.unwrap();
     }
 }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use supervise_store::{BottleId, Delivery, EventKind, Store, StoreResult};
+use supervise_store::{BottleId, Delivery, EventKind, Proposal, Store, StoreError, StoreResult};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -55,8 +55,10 @@ pub(crate) struct Guard<'a> {
 /// How a wait ended.
 #[derive(Debug)]
 pub(crate) enum Waited {
-    /// Decided, expired, or no longer open (withdrawn, or another poll took it).
+    /// Decided, expired, or no longer open (another poll took it).
     Delivered(Box<Delivery>),
+    /// Withdrawn while the call waited (from another call, or with its bottle).
+    Withdrawn(Box<Proposal>),
     /// The grace window ran out.
     TimedOut,
     /// The server is shutting down.
@@ -127,7 +129,8 @@ impl Waiters {
             match store.take_decisions(&items).await {
                 Ok(delivered) => {
                     for ((_, _, taken), d) in held.iter_mut().zip(delivered) {
-                        if matches!(d, Delivery::Decided(_) | Delivery::Expired(_)) {
+                        // A removed generation's item is left to its waiters, who are told.
+                        if let Ok(d @ (Delivery::Decided(_) | Delivery::Expired(_))) = d {
                             **taken = Some(d);
                         }
                     }
@@ -202,6 +205,17 @@ impl Waiters {
             }
             match guard.take(store).await {
                 Ok(Delivery::Pending(_)) => {}
+                // No longer open, or the bottle is gone: withdrawn is told as such.
+                Ok(Delivery::Unknown) | Err(StoreError::BottleGone(_)) => {
+                    return match store.withdrawn_proposal(bottle_id, id).await {
+                        Ok(Some(p)) => Waited::Withdrawn(Box::new(p)),
+                        Ok(None) => Waited::Delivered(Box::new(Delivery::Unknown)),
+                        Err(e) => {
+                            tracing::warn!(proposal = id, error = %e, "reading a closed proposal failed");
+                            Waited::Delivered(Box::new(Delivery::Unknown))
+                        }
+                    };
+                }
                 Ok(other) => return Waited::Delivered(Box::new(other)),
                 Err(e) => {
                     tracing::warn!(proposal = id, error = %e, "checking for a decision failed; will retry")
@@ -292,7 +306,8 @@ pub(crate) async fn watch_feed(
     }
 }
 
-/// Feed events after which a waited-on proposal can be delivered.
+/// Feed events after which a waited-on proposal can be delivered. (`withdrawn` only wakes
+/// its waiters, which then read the withdrawal: there is nothing to deliver.)
 const OUTCOMES: [EventKind; 4] = [
     EventKind::Approved,
     EventKind::Modified,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::model::{EndReason, Status, Timestamp};
+use crate::model::{BottleId, EndReason, Status, Timestamp};
 
 /// Result alias for store operations.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -121,6 +121,10 @@ pub enum StoreError {
     /// Any other database failure.
     #[error("database error: {0}")]
     Database(String),
+    /// The caller's bottle generation was removed (its address may belong to a new bottle
+    /// now): nothing of the old generation is served to it. Look the address up again.
+    #[error("bottle #{0} has been removed; its address may now belong to another bottle")]
+    BottleGone(BottleId),
 }
 
 fn by_when(by: &Option<String>, at: &Option<Timestamp>) -> String {

@@ -2,10 +2,11 @@
 
 use serde_json::{Map, Value, json};
 use supervise_protocol::Tool;
-use supervise_store::Bottle;
+use supervise_store::{Bottle, StoreError};
 
 use crate::answer::{self, Answer};
 use crate::app::App;
+use crate::bottles::Stale;
 
 pub(crate) const NAME: &str = "list-proposals";
 
@@ -47,9 +48,10 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<(), Answer> {
     super::args::refuse_unknown(args, &[], NAME)
 }
 
-pub(crate) async fn apply(app: &App, bottle: &Bottle) -> Answer {
+pub(crate) async fn apply(app: &App, bottle: &Bottle) -> Result<Answer, Stale> {
     match app.store.open_proposals(bottle.id).await {
-        Ok(list) => answer::list(&list),
-        Err(e) => answer::store_failure(&e, NAME),
+        Ok(list) => Ok(answer::list(&list)),
+        Err(StoreError::BottleGone(_)) => Err(Stale),
+        Err(e) => Ok(answer::store_failure(&e, NAME)),
     }
 }

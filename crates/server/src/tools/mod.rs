@@ -14,8 +14,9 @@ use serde_json::{Map, Value};
 use supervise_protocol::Tool;
 use supervise_store::Bottle;
 
-use crate::answer::Answer;
+use crate::answer::{self, Answer};
 use crate::app::App;
+use crate::bottles::Stale;
 
 /// The tool names, in `tools/list` order.
 pub(crate) const NAMES: [&str; 5] = [
@@ -27,7 +28,7 @@ pub(crate) const NAMES: [&str; 5] = [
 ];
 
 /// One parsed call.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Call {
     ProposeEgress(propose_egress::Args),
     ProposeGitPush(propose_git_push::Args),
@@ -49,8 +50,43 @@ pub(crate) fn parse(name: &str, args: &Map<String, Value>) -> Option<Result<Call
     })
 }
 
-/// Runs a parsed call for `bottle`.
+/// Runs a parsed call for `bottle`. When the store refuses `bottle` as a removed generation
+/// (a stale attribution), the address is attributed again, once, and the call runs for the
+/// bottle that has it now, or is refused when none does.
 pub(crate) async fn apply(app: &App, bottle: &Bottle, call: Call) -> Answer {
+    let retry = call.clone();
+    if let Ok(answer) = apply_as(app, bottle, call).await {
+        return answer;
+    }
+    let ip = bottle.ip;
+    match app.bottles.reattribute(&app.store, bottle).await {
+        Ok(Some(fresh)) => {
+            tracing::info!(%ip, stale = %bottle.slug, bottle = %fresh.slug, "address re-attributed: its bottle was removed");
+            apply_as(app, &fresh, retry)
+                .await
+                .unwrap_or_else(|Stale| unregistered(ip))
+        }
+        Ok(None) => {
+            tracing::info!(%ip, stale = %bottle.slug, "refused: the bottle of this address was removed");
+            unregistered(ip)
+        }
+        Err(e) => answer::store_failure(&e, "tools/call"),
+    }
+}
+
+/// The bottle this address was attributed to is gone and no live bottle has the address;
+/// the next request from it gets 403 like any unregistered address.
+fn unregistered(ip: std::net::IpAddr) -> Answer {
+    answer::refused(
+        format!(
+            "source address {ip} is no longer registered to any bottle (its bottle was removed)"
+        ),
+        None,
+        &format!("an operator can register it with `supervise bottle add SLUG --ip {ip}`."),
+    )
+}
+
+async fn apply_as(app: &App, bottle: &Bottle, call: Call) -> Result<Answer, Stale> {
     match call {
         Call::ProposeEgress(a) => propose_egress::apply(app, bottle, a).await,
         Call::ProposeGitPush(a) => propose_git_push::apply(app, bottle, a).await,

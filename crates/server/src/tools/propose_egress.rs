@@ -6,11 +6,12 @@ use supervise_store::{Bottle, Kind};
 
 use crate::answer::{self, Answer};
 use crate::app::App;
+use crate::bottles::Stale;
 
 pub(crate) const NAME: &str = "propose-egress";
 
 /// The parsed arguments.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Args {
     pub(crate) host: String,
     pub(crate) port: Option<Value>,
@@ -82,7 +83,7 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
     })
 }
 
-pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
+pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Result<Answer, Stale> {
     let mut change = Map::new();
     change.insert("host".into(), Value::from(args.host));
     if let Some(port) = args.port {

@@ -6,11 +6,12 @@ use supervise_store::{Bottle, Kind};
 
 use crate::answer::Answer;
 use crate::app::App;
+use crate::bottles::Stale;
 
 pub(crate) const NAME: &str = "propose-git-push";
 
 /// The parsed arguments.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Args {
     pub(crate) remote: String,
     pub(crate) git_ref: String,
@@ -63,7 +64,7 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
     })
 }
 
-pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
+pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Result<Answer, Stale> {
     let change = json!({ "remote": args.remote, "ref": args.git_ref });
     crate::grace::file_and_wait(app, bottle, Kind::GitPush, change, args.justification, NAME).await
 }

@@ -6,11 +6,12 @@ use supervise_store::{Bottle, StoreError};
 
 use crate::answer::{self, Answer};
 use crate::app::App;
+use crate::bottles::Stale;
 
 pub(crate) const NAME: &str = "withdraw-proposal";
 
 /// The parsed arguments.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Args {
     pub(crate) proposal_id: String,
 }
@@ -31,21 +32,24 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
     super::args::proposal_id_arg(args, NAME).map(|proposal_id| Args { proposal_id })
 }
 
-pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Answer {
-    match app.store.withdraw(bottle.id, &args.proposal_id).await {
-        Ok(p) => {
-            tracing::info!(bottle = %bottle.slug, proposal = %p.id, "proposal withdrawn by the agent");
-            answer::withdrawn(&p)
-        }
-        Err(StoreError::ProposalNotFound(_)) => answer::unknown(&args.proposal_id),
-        Err(StoreError::NotPending { status, .. }) => answer::refused(
-            format!(
-                "proposal {} is already {status} and cannot be withdrawn",
-                args.proposal_id
+pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Result<Answer, Stale> {
+    Ok(
+        match app.store.withdraw(bottle.id, &args.proposal_id).await {
+            Ok(p) => {
+                tracing::info!(bottle = %bottle.slug, proposal = %p.id, "proposal withdrawn by the agent");
+                answer::withdrawn(&p)
+            }
+            Err(StoreError::BottleGone(_)) => return Err(Stale),
+            Err(StoreError::ProposalNotFound(_)) => answer::unknown(&args.proposal_id),
+            Err(StoreError::NotPending { status, .. }) => answer::refused(
+                format!(
+                    "proposal {} is already {status} and cannot be withdrawn",
+                    args.proposal_id
+                ),
+                Some("proposal_id"),
+                "call check-proposal with this id to read its outcome.",
             ),
-            Some("proposal_id"),
-            "call check-proposal with this id to read its outcome.",
-        ),
-        Err(e) => answer::store_failure(&e, NAME),
-    }
+            Err(e) => answer::store_failure(&e, NAME),
+        },
+    )
 }

@@ -30,13 +30,18 @@ pub struct Server {
     pub addr: SocketAddr,
     pub db: PathBuf,
     log: Arc<Mutex<String>>,
-    _dir: tempfile::TempDir,
+    dir: Option<tempfile::TempDir>,
 }
 
 impl Server {
     /// Starts a server with bottles alpha and beta and the given extra flags.
     pub fn start(extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().expect("temp dir");
+        Server::start_in(tempfile::tempdir().expect("temp dir"), extra)
+    }
+
+    /// [`Server::start`] on the database in `dir` (kept, e.g. from [`Server::stop`]), as a
+    /// restart does.
+    pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Server {
         let db = dir.path().join("supervise.db");
         let mut child = Command::new(BIN)
             .arg("--db")
@@ -86,8 +91,18 @@ impl Server {
             addr,
             db,
             log,
-            _dir: dir,
+            dir: Some(dir),
         }
+    }
+
+    /// SIGTERM, wait for the exit (it must succeed), and keep the database for a restart.
+    pub fn stop(mut self) -> tempfile::TempDir {
+        self.terminate();
+        let status = self.wait_exit(Duration::from_secs(15));
+        assert!(status.success(), "{status:?}\n{}", self.log());
+        self.dir
+            .take()
+            .expect("the directory is kept until dropped")
     }
 
     pub fn url(&self) -> String {

@@ -3,6 +3,7 @@
 //! `Store` on the same file standing in for the operator's CLI.
 
 mod batches;
+mod fairness;
 mod harness;
 mod health;
 mod in_process;

@@ -226,6 +226,25 @@ impl Store {
     }
 }
 
+/// Refuses a caller whose bottle generation is no longer live: one primary-key read, made
+/// inside the caller's own transaction, so an agent-side method never serves a removed
+/// generation (whatever a cache in front of it still believes). Returns the live slug.
+pub(super) async fn live_generation(
+    conn: &mut SqliteConnection,
+    bottle_id: BottleId,
+) -> StoreResult<String> {
+    let row: Option<(String, bool)> =
+        sqlx::query_as("SELECT slug, removed_at IS NULL FROM bottles WHERE id = ?")
+            .bind(bottle_id.get())
+            .fetch_optional(&mut *conn)
+            .await?;
+    match row {
+        Some((slug, true)) => Ok(slug),
+        Some((_, false)) => Err(StoreError::BottleGone(bottle_id)),
+        None => Err(StoreError::BottleNotFound(format!("#{bottle_id}"))),
+    }
+}
+
 pub(super) async fn live_bottle_by_slug(
     conn: &mut SqliteConnection,
     slug: &str,

@@ -8,6 +8,7 @@ use sqlx::sqlite::SqliteConnection;
 use tracing::instrument;
 
 use super::Store;
+use super::bottles::live_generation;
 use super::proposals::{expire_in, load_proposal, open_proposal_of, resolve_id};
 use super::rows::{self, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::{NewEvent, SYSTEM, actor_bottle, actor_operator, record};
@@ -102,12 +103,18 @@ impl Store {
     /// The agent's poll: a decision is returned and the proposal archived in one
     /// transaction, so of any number of concurrent polls exactly one gets it. An undecided
     /// proposal is returned as pending without taking the write lock.
+    ///
+    /// Refused with [`StoreError::BottleGone`] once the caller's generation was removed, so
+    /// a new bottle on the same address is never handed the old one's decisions.
     #[instrument(skip(self), err)]
     pub async fn take_decision(&self, bottle_id: BottleId, id: &str) -> StoreResult<Delivery> {
         let now = Timestamp::now();
         let peek = {
-            let mut conn = self.inner.pool.acquire().await?;
-            open_proposal_of(&mut conn, bottle_id, id, &now).await?
+            let mut tx = self.inner.pool.begin().await?;
+            live_generation(&mut tx, bottle_id).await?;
+            let p = open_proposal_of(&mut tx, bottle_id, id, &now).await?;
+            tx.commit().await?;
+            p
         };
         match peek {
             None => return Ok(Delivery::Unknown),
@@ -116,6 +123,7 @@ impl Store {
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
+        live_generation(w.conn(), bottle_id).await?;
         let d = deliver_in(w.conn(), bottle_id, id, &now).await?;
         w.commit().await?;
         log_delivery(&d);
@@ -124,12 +132,14 @@ impl Store {
 
     /// [`Store::take_decision`] for many proposals in one write transaction: the server's
     /// watcher delivers every decision a feed read names at once, so a burst of decisions
-    /// costs one commit instead of one each. Results are in the order asked.
+    /// costs one commit instead of one each. Results are in the order asked; an item of a
+    /// removed generation is its own [`StoreError::BottleGone`], the outer error means
+    /// nothing was delivered.
     #[instrument(skip_all, fields(items = items.len()), err)]
     pub async fn take_decisions(
         &self,
         items: &[(BottleId, impl AsRef<str>)],
-    ) -> StoreResult<Vec<Delivery>> {
+    ) -> StoreResult<Vec<StoreResult<Delivery>>> {
         if items.is_empty() {
             return Ok(Vec::new());
         }
@@ -137,11 +147,30 @@ impl Store {
         let now = Timestamp::now();
         let mut out = Vec::with_capacity(items.len());
         for (bottle_id, id) in items {
-            out.push(deliver_in(w.conn(), *bottle_id, id.as_ref(), &now).await?);
+            out.push(match live_generation(w.conn(), *bottle_id).await {
+                Ok(_) => Ok(deliver_in(w.conn(), *bottle_id, id.as_ref(), &now).await?),
+                Err(e @ (StoreError::BottleGone(_) | StoreError::BottleNotFound(_))) => Err(e),
+                Err(e) => return Err(e),
+            });
         }
         w.commit().await?;
-        out.iter().for_each(log_delivery);
+        out.iter().flatten().for_each(log_delivery);
         Ok(out)
+    }
+
+    /// The generation's proposal `id` if it was withdrawn (by the agent, or because the
+    /// bottle was removed): what a call that was waiting on it is told. A read for the
+    /// waiting call's own answer, so a removed generation may still read it.
+    pub async fn withdrawn_proposal(
+        &self,
+        bottle_id: BottleId,
+        id: &str,
+    ) -> StoreResult<Option<Proposal>> {
+        let now = Timestamp::now();
+        let mut conn = self.inner.pool.acquire().await?;
+        Ok(load_proposal(&mut conn, id, &now)
+            .await?
+            .filter(|p| p.bottle_id == bottle_id && p.status == Status::Withdrawn))
     }
 
     /// The agent withdraws its own undecided proposal; it is archived at once.
@@ -149,6 +178,7 @@ impl Store {
     pub async fn withdraw(&self, bottle_id: BottleId, id: &str) -> StoreResult<Proposal> {
         let mut w = self.write().await?;
         let now = Timestamp::now();
+        live_generation(w.conn(), bottle_id).await?;
         let mut p = open_proposal_of(w.conn(), bottle_id, id, &now)
             .await?
             .ok_or_else(|| StoreError::ProposalNotFound(id.into()))?;

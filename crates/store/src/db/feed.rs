@@ -1,10 +1,13 @@
-//! Reading the event log: the change feed the server follows and the audit trail operators
-//! read.
+//! Reading the event log: the change feed the server follows, the audit trail operators
+//! read, and the hook runner's durable position in the feed.
 
 use super::Store;
 use super::rows::{self, EVENT_COLUMNS, EventRow};
 use crate::error::StoreResult;
-use crate::model::Event;
+use crate::model::{BottleId, Event, Timestamp};
+
+/// The `hook_cursors` row of the server's `--on-event` runner.
+const ON_EVENT: &str = "on-event";
 
 impl Store {
     /// The audit trail, oldest first: every event, or one bottle slug's (all generations).
@@ -40,5 +43,58 @@ impl Store {
             .fetch_one(&self.inner.pool)
             .await?;
         Ok(seq.unwrap_or(0))
+    }
+
+    /// One bottle generation's events (or, for `None`, the events of no bottle) after
+    /// `after` and at most `through`, oldest first, at most `limit`: how the hook runner
+    /// reads again a backlog it did not keep in memory. A range scan of the
+    /// `(bottle_id, seq)` index.
+    pub async fn bottle_events_between(
+        &self,
+        bottle_id: Option<BottleId>,
+        after: i64,
+        through: i64,
+        limit: u32,
+    ) -> StoreResult<Vec<Event>> {
+        let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{EVENT_COLUMNS} WHERE e.bottle_id IS ? AND e.seq > ? AND e.seq <= ? \
+             ORDER BY e.seq LIMIT ?"
+        )))
+        .bind(bottle_id.map(BottleId::get))
+        .bind(after)
+        .bind(through)
+        .bind(limit)
+        .fetch_all(&self.inner.pool)
+        .await?;
+        rows::all(rows)
+    }
+
+    /// Where the `--on-event` runner stands in the change feed: every event at or below this
+    /// `seq` has been handled. `None` when hooks never ran on this file.
+    pub async fn hook_position(&self) -> StoreResult<Option<i64>> {
+        Ok(
+            sqlx::query_scalar("SELECT seq FROM hook_cursors WHERE name = ?")
+                .bind(ON_EVENT)
+                .fetch_optional(&self.inner.pool)
+                .await?,
+        )
+    }
+
+    /// Records that every event at or below `seq` has been handled. The position never
+    /// moves back: an older `seq` than the stored one changes nothing.
+    pub async fn advance_hook_position(&self, seq: i64) -> StoreResult<()> {
+        let mut w = self.write().await?;
+        sqlx::query(
+            "INSERT INTO hook_cursors (name, seq, updated_at) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at \
+             WHERE excluded.seq > hook_cursors.seq",
+        )
+        .bind(ON_EVENT)
+        .bind(seq.max(0))
+        .bind(Timestamp::now().as_str())
+        .execute(w.conn())
+        .await?;
+        w.commit().await?;
+        Ok(())
     }
 }

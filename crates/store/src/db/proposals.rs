@@ -5,8 +5,11 @@ use serde_json::Value;
 use sqlx::sqlite::SqliteConnection;
 use tracing::instrument;
 
+use super::bottles::live_generation;
 use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
-use super::trail::{NewEvent, SYSTEM, actor_bottle, record, record_expired};
+use super::trail::{
+    NewEvent, SYSTEM, actor_bottle, hits_note, record, record_expired, repeat_is_due,
+};
 use super::{ProposalLimits, Store};
 use crate::change;
 use crate::error::{StoreError, StoreResult};
@@ -67,14 +70,18 @@ impl Store {
     }
 
     /// A bottle's proposals not yet archived (what the agent can still poll), oldest first.
+    /// Refused with [`StoreError::BottleGone`] once the generation was removed.
     pub async fn open_proposals(&self, bottle_id: BottleId) -> StoreResult<Vec<Proposal>> {
         let now = Timestamp::now();
+        let mut tx = self.inner.pool.begin().await?;
+        live_generation(&mut tx, bottle_id).await?;
         let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.archived_at IS NULL ORDER BY p.created_at, p.id"
         )))
         .bind(bottle_id.get())
-        .fetch_all(&self.inner.pool)
+        .fetch_all(&mut *tx)
         .await?;
+        tx.commit().await?;
         rows.into_iter().map(|r| r.at(&now)).collect()
     }
 
@@ -262,13 +269,10 @@ async fn propose_in(
     p: Prepared,
     now: &Timestamp,
 ) -> StoreResult<StoreResult<Proposed>> {
-    let Some(slug): Option<String> =
-        sqlx::query_scalar("SELECT slug FROM bottles WHERE id = ? AND removed_at IS NULL")
-            .bind(p.bottle_id.get())
-            .fetch_optional(&mut *conn)
-            .await?
-    else {
-        return Ok(Err(StoreError::BottleNotFound(format!("#{}", p.bottle_id))));
+    let slug = match live_generation(conn, p.bottle_id).await {
+        Ok(slug) => slug,
+        Err(e @ (StoreError::BottleGone(_) | StoreError::BottleNotFound(_))) => return Ok(Err(e)),
+        Err(e) => return Err(e),
     };
     let actor = actor_bottle(&slug);
     let change_text = p.change.to_string();
@@ -313,7 +317,9 @@ async fn same_undecided(
     row.map(|r| r.at(now)).transpose()
 }
 
-/// Coalesces a repeat into the undecided proposal: one more hit, a `repeated` event.
+/// Coalesces a repeat into the undecided proposal: one more hit, always; a `repeated` event
+/// (noting the hits so far) only when none was written in the last
+/// [`REPEAT_EVENT_EVERY`](super::trail::REPEAT_EVENT_EVERY).
 async fn repeat(
     conn: &mut SqliteConnection,
     p: &Prepared,
@@ -326,19 +332,23 @@ async fn repeat(
         .bind(old.id.as_str())
         .execute(&mut *conn)
         .await?;
-    record(
-        conn,
-        now,
-        NewEvent {
-            bottle_id: Some(p.bottle_id),
-            proposal_id: Some(&old.id),
-            kind: Some(p.kind),
-            change: Some(change_text),
-            ..NewEvent::new(EventKind::Repeated, actor)
-        },
-    )
-    .await?;
     old.hits += 1;
+    if repeat_is_due(conn, &old.id, EventKind::Repeated).await? {
+        let note = hits_note(old.hits);
+        record(
+            conn,
+            now,
+            NewEvent {
+                bottle_id: Some(p.bottle_id),
+                proposal_id: Some(&old.id),
+                kind: Some(p.kind),
+                change: Some(change_text),
+                note: Some(&note),
+                ..NewEvent::new(EventKind::Repeated, actor)
+            },
+        )
+        .await?;
+    }
     Ok(Proposed::Repeated(old))
 }
 
@@ -362,7 +372,8 @@ async fn recently_rejected(
     row.map(|r| r.at(now)).transpose()
 }
 
-/// Answers with the earlier rejection: one more hit on it, an `auto-rejected` event.
+/// Answers with the earlier rejection: one more hit on it, always; an `auto-rejected` event
+/// at most once per [`REPEAT_EVENT_EVERY`](super::trail::REPEAT_EVENT_EVERY), as for repeats.
 async fn auto_reject(
     conn: &mut SqliteConnection,
     p: &Prepared,
@@ -374,21 +385,23 @@ async fn auto_reject(
         .bind(old.id.as_str())
         .execute(&mut *conn)
         .await?;
-    let note = old.decision.as_ref().and_then(|d| d.note.clone());
-    record(
-        conn,
-        now,
-        NewEvent {
-            bottle_id: Some(p.bottle_id),
-            proposal_id: Some(&old.id),
-            kind: Some(p.kind),
-            change: Some(change_text),
-            note: note.as_deref(),
-            ..NewEvent::new(EventKind::AutoRejected, SYSTEM)
-        },
-    )
-    .await?;
     old.hits += 1;
+    if repeat_is_due(conn, &old.id, EventKind::AutoRejected).await? {
+        let note = old.decision.as_ref().and_then(|d| d.note.clone());
+        record(
+            conn,
+            now,
+            NewEvent {
+                bottle_id: Some(p.bottle_id),
+                proposal_id: Some(&old.id),
+                kind: Some(p.kind),
+                change: Some(change_text),
+                note: note.as_deref(),
+                ..NewEvent::new(EventKind::AutoRejected, SYSTEM)
+            },
+        )
+        .await?;
+    }
     Ok(Proposed::AutoRejected(old))
 }
 

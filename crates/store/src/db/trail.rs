@@ -1,4 +1,7 @@
-//! Appending to the audit trail: the one insert into `events`, and who an actor is.
+//! Appending to the audit trail: the one insert into `events`, who an actor is, and the
+//! rule that keeps repeats from flooding it.
+
+use std::time::Duration;
 
 use sqlx::sqlite::SqliteConnection;
 
@@ -75,6 +78,35 @@ pub(super) async fn record_expired(
         },
     )
     .await
+}
+
+/// At most one `repeated` (and one `auto-rejected`) event per proposal in this interval: a
+/// bottle asking for the same change in a loop raises the proposal's `hits` every time (the
+/// count stays exact), but writes to the trail, and so runs the hooks, once a minute at most.
+pub(crate) const REPEAT_EVENT_EVERY: Duration = Duration::from_secs(60);
+
+/// Whether a repeat of `proposal_id` is recorded as an `event` now: only when no such event
+/// was recorded within [`REPEAT_EVENT_EVERY`]. One descending lookup in the index of the
+/// proposal's events, which the rule itself keeps short.
+pub(super) async fn repeat_is_due(
+    conn: &mut SqliteConnection,
+    proposal_id: &str,
+    event: EventKind,
+) -> sqlx::Result<bool> {
+    let last: Option<String> = sqlx::query_scalar(
+        "SELECT at FROM events WHERE proposal_id = ? AND event = ? ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(proposal_id)
+    .bind(event.as_str())
+    .fetch_optional(&mut *conn)
+    .await?;
+    let since = Timestamp::before(REPEAT_EVENT_EVERY);
+    Ok(last.is_none_or(|at| at.as_str() <= since.as_str()))
+}
+
+/// The note of a `repeated` event: the proposal's hit count when it was written.
+pub(super) fn hits_note(hits: i64) -> String {
+    format!("hits: {hits}")
 }
 
 /// The actor of what the server does on its own (expiry, cooldown, registration).

@@ -235,7 +235,7 @@ async fn batch_delivery_races_single_polls_and_delivers_once() {
     assert_eq!(batch.len(), ids.len(), "one result per item, in order");
     let mut delivered = std::collections::HashMap::<String, usize>::new();
     for (i, d) in batch.iter().enumerate() {
-        match d {
+        match d.as_ref().expect("the bottle is live") {
             Delivery::Decided(p) => {
                 assert_eq!(p.id, ids[i], "results follow the order asked");
                 *delivered.entry(p.id.clone().into()).or_default() += 1;

@@ -455,6 +455,31 @@ async fn removed_bottle_is_a_new_bottle_when_added_again() {
         store.take_decision(new.id, &granted).await.unwrap(),
         Delivery::Unknown
     );
+    // The old generation itself, as a stale attribution would present it, is refused by
+    // every agent-side method: its approved, undelivered decision stays untaken.
+    assert!(matches!(
+        store.take_decision(old.id, &granted).await,
+        Err(StoreError::BottleGone(id)) if id == old.id
+    ));
+    assert!(matches!(
+        store.open_proposals(old.id).await,
+        Err(StoreError::BottleGone(_))
+    ));
+    assert!(matches!(
+        store.withdraw(old.id, &pending).await,
+        Err(StoreError::BottleGone(_))
+    ));
+    assert!(matches!(
+        store.propose(egress(&old, "c.example")).await,
+        Err(StoreError::BottleGone(_))
+    ));
+    assert!(matches!(
+        store
+            .take_decisions(&[(old.id, granted.clone())])
+            .await
+            .unwrap()[..],
+        [Err(StoreError::BottleGone(_))]
+    ));
     let audit: Vec<_> = store
         .audit(Some("demo"))
         .await

@@ -11,3 +11,4 @@ mod files;
 mod lifecycle;
 mod migrations;
 mod pending_cap;
+mod trail;
