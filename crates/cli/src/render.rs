@@ -292,16 +292,23 @@ pub fn flag_meaning(flag: &str) -> &'static str {
         "wildcard-host" => "a wildcard covers every host under the domain",
         "ip-literal" => "the host is a raw IP address, not a name",
         "private-ip" => "a private-network address (RFC 1918 / ULA)",
-        "loopback" => "a loopback address: the host itself",
+        "loopback" => "a loopback address or name (localhost, *.localhost): the host itself",
         "link-local" => "a link-local address",
-        "cloud-metadata" => "the cloud metadata service (instance credentials)",
+        "cloud-metadata" => {
+            "the cloud metadata service (instance credentials), by address or name (metadata.google.internal)"
+        }
         "cgnat" => "a carrier-grade NAT address (100.64.0.0/10)",
         "unspecified" => "the unspecified address (0.0.0.0 / ::)",
         "unusual-port" => "a port other than 80 and 443",
-        "disguised-ip" => "an IP address written as a number or in hex/octal",
+        "disguised-ip" => {
+            "an IPv4 address written as a number, in hex/octal, or inside an IPv6 address"
+        }
         "default-branch" => "a push to main or master",
         "tag" => "a push to a tag",
         "ref-outside-heads" => "a ref outside refs/heads/",
+        "lookalike" => {
+            "the remote or a ref part looks like origin, main or master but is spelled otherwise"
+        }
         "widened" => "the operator's change grants more than the agent asked for",
         _ => "",
     }
@@ -339,6 +346,13 @@ mod tests {
             change_text("git-push", &json!({"remote": "or\u{200b}igin", "ref": "refs/heads/x"})),
             "or\\u{200b}igin refs/heads/x"
         );
+    }
+
+    #[test]
+    fn every_flag_has_a_meaning() {
+        for flag in supervise_store::Flag::ALL {
+            assert!(!flag_meaning(flag.as_str()).is_empty(), "{flag}");
+        }
     }
 
     #[test]
