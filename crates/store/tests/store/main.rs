@@ -10,3 +10,4 @@ mod crash;
 mod lifecycle;
 mod migrations;
 mod pending_cap;
+mod rules;
