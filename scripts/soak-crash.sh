@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Crash-safety soak (issue 6, suite 1) for long manual runs: the same test as CI's
-# `reliability_crash` (SIGKILL of supervise-server under propose-egress load, restart, every
+# Crash-safety soak for long manual runs: the same test as CI's
+# `crash::sigkill_under_propose_load_loses_no_answered_proposal` in the suite (SIGKILL of supervise-server under propose-egress load, restart, every
 # answered proposal must be in the database, integrity_check ok, CLI decisions delivered by
 # the restarted server), with many more rounds, repeated over fresh databases until the time
 # is up or a run fails.
@@ -27,7 +27,7 @@ command -v sqlite3 >/dev/null || { echo "soak-crash: needs the sqlite3 shell (ap
 release=()
 [ "$PROFILE" = release ] && release=(--release)
 cargo build -q "${release[@]}" -p supervise-server -p supervise-cli
-cargo test -q "${release[@]}" -p supervise-tests --test reliability_crash --no-run
+cargo test -q "${release[@]}" -p supervise-tests --test suite --no-run
 
 start=$(date +%s)
 runs=0
@@ -37,7 +37,8 @@ while [ $(( $(date +%s) - start )) -lt "$SECONDS_TOTAL" ]; do
   runs=$((runs + 1))
   log="$WORK/run.log"
   if ! SUPERVISE_SOAK_ROUNDS="$ROUNDS" cargo test -q "${release[@]}" -p supervise-tests \
-      --test reliability_crash -- --nocapture >"$log" 2>&1; then
+      --test suite -- --exact crash::sigkill_under_propose_load_loses_no_answered_proposal \
+      --nocapture >"$log" 2>&1; then
     cp "$log" "$WORK/failed-run-$runs.log"
     echo "soak-crash: run $runs FAILED; output in $WORK/failed-run-$runs.log" >&2
     tail -n 30 "$log" >&2

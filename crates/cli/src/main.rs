@@ -90,6 +90,7 @@ async fn dispatch(
     out: &mut dyn Write,
 ) -> Result<()> {
     match command {
+        Command::List(args) if args.watch => cmd::watch::run(ctx, store, &args, out).await,
         Command::List(args) => cmd::list::run(ctx, store, &args, out).await,
         Command::Show { id, json } => cmd::show::run(ctx, store, &id, json, out).await,
         Command::Approve {

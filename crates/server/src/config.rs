@@ -6,7 +6,8 @@ use std::time::Duration;
 pub(crate) const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Largest answer to a JSON-RPC batch (2025-03-26), the same as the largest body: an item
-/// whose answer would pass it gets a short error instead (see `rpc::batch`). With at most
+/// whose answer is over 32 KiB and would pass it gets a short error instead (see
+/// `rpc::batch`). With at most
 /// [`supervise_protocol::MAX_BATCH_LEN`] (32) items per batch, each running concurrently,
 /// one request costs at most 32 items' work and ~1 MiB of answer (plus ~200 bytes and the
 /// echoed id for each item left out). A single message's answer is not capped: it is

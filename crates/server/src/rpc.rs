@@ -70,9 +70,11 @@ pub(crate) async fn handle(app: &App, bottle: &Bottle, headers: &HeaderMap, body
 ///   batch in any order), so a batch of proposal calls is answered within one grace window;
 ///   each waiting item still takes its own place in `--max-waiting-per-bottle`. Answers keep
 ///   the order of the items;
-/// - the answer is at most [`MAX_BATCH_ANSWER_BYTES`]: an answer that would pass it is
-///   replaced by a short `-32600` with its id that says to send that request on its own
-///   (it did run; proposals are idempotent, so sending it again is safe).
+/// - the answer is at most [`MAX_BATCH_ANSWER_BYTES`] (plus separators and the short errors
+///   below): an answer of at most a 32nd of it (32 KiB) is always sent; a larger one that
+///   would pass the cap is replaced by a short `-32600` with its id that says to send that
+///   request on its own (it did run; the large answers are `tools/list`, `list-proposals`
+///   and echoes of huge ids, which can all be asked again).
 async fn batch(
     app: &App,
     bottle: &Bottle,
@@ -102,13 +104,26 @@ async fn batch(
             .map(|item| batch_item(app, bottle, headers, item)),
     )
     .await;
+    let answers: Vec<(Option<RequestId>, Vec<u8>)> = answers.into_iter().flatten().collect();
+    // An answer of at most a 32nd of the cap always fits (so small answers, such as a
+    // decision taken by `check-proposal`, are never left out); larger ones share what the
+    // small ones leave, in item order.
+    let share = MAX_BATCH_ANSWER_BYTES / MAX_BATCH_LEN;
+    let small: usize = answers
+        .iter()
+        .map(|(_, a)| a.len())
+        .filter(|&len| len <= share)
+        .sum();
+    let mut budget = MAX_BATCH_ANSWER_BYTES.saturating_sub(small);
     let mut body = vec![b'['];
-    for (id, answer) in answers.into_iter().flatten() {
+    for (id, answer) in answers {
         if body.len() > 1 {
             body.push(b',');
         }
-        // +1 for the closing bracket.
-        if body.len() + answer.len() + 1 <= MAX_BATCH_ANSWER_BYTES {
+        if answer.len() <= share {
+            body.extend_from_slice(&answer);
+        } else if answer.len() <= budget {
+            budget -= answer.len();
             body.extend_from_slice(&answer);
         } else {
             let left_out = ErrorResponse::new(

@@ -79,7 +79,7 @@ pub fn cli(db: &Path, operator: &str, args: &[&str]) -> Output {
         .expect("run supervise")
 }
 
-// ----- story helpers (issue 7): JSON from the CLI, polling, hook scripts, a clean stop ----
+// ----- story helpers: JSON from the CLI, polling, hook scripts, a clean stop ----
 
 /// Runs `supervise --db DB --as OPERATOR ARGS`, which must succeed, and parses its stdout
 /// as one JSON document (for `--json` commands).
@@ -449,7 +449,7 @@ pub fn text(result: &Value) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// Reliability helpers (issue 6): raw HTTP from a chosen loopback source address (bottles are
+// Reliability helpers: raw HTTP from a chosen loopback source address (bottles are
 // attributed by source IP, so 127.0.0.2, 127.0.0.3 ... are different bottles), health
 // checks, and read-side SQL through the `sqlite3` command-line shell. Additive only: the
 // harness above is unchanged.

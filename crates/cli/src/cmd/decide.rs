@@ -83,7 +83,7 @@ fn confirmation(ctx: &Ctx, p: &Proposal, grant_for: Option<Duration>) -> String 
     }
     let mut line = format!(
         "{} {} ({}: {kind} {what})",
-        super::list::paint_status(s, p.status),
+        super::queue::paint_status(s, p.status),
         s.paint(Color::Cyan, &p.id),
         render::one_line(&p.bottle)
     );

@@ -6,6 +6,7 @@ pub mod bottle;
 pub mod decide;
 pub mod list;
 pub mod policy;
+pub mod queue;
 pub mod show;
 pub mod watch;
 
@@ -14,7 +15,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::Serialize;
-use supervise_store::{Proposal, Store, StoreOptions};
+use supervise_store::{Store, StoreOptions};
 
 use crate::render::Style;
 
@@ -67,36 +68,4 @@ pub fn print_json_line(out: &mut dyn Write, value: &impl Serialize) -> Result<()
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
-}
-
-/// Shortest unique prefixes of proposal ids, like git's abbreviated hashes, but never
-/// shorter than [`ShortIds::MIN`]: the UUIDv7's whole millisecond timestamp, so a prefix
-/// shown once stays unique as later proposals arrive (they have later timestamps). The
-/// store accepts any unique prefix, so these can be pasted back into `show`, `approve`...
-#[derive(Debug, Default)]
-pub struct ShortIds {
-    lens: std::collections::HashMap<String, usize>,
-}
-
-impl ShortIds {
-    /// `xxxxxxxx-xxxx`: the 48-bit millisecond timestamp of a UUIDv7.
-    pub const MIN: usize = 13;
-
-    /// Computes prefixes for the proposals about to be shown, against their neighbours in
-    /// the whole database (two index lookups each, however many rows are archived).
-    pub async fn load(store: &Store, shown: &[Proposal]) -> Result<ShortIds> {
-        let ids: Vec<String> = shown.iter().map(|p| p.id.to_string()).collect();
-        let lens = store.unique_prefix_lens(&ids, Self::MIN).await?;
-        Ok(ShortIds {
-            lens: ids.into_iter().zip(lens).collect(),
-        })
-    }
-
-    /// The prefix to print for `id` (the whole id when unknown).
-    pub fn short<'a>(&self, id: &'a str) -> &'a str {
-        match self.lens.get(id) {
-            Some(&len) => &id[..len.min(id.len())],
-            None => id,
-        }
-    }
 }

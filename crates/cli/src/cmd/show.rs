@@ -82,7 +82,7 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
             lines.push(format!(
                 "{}{} by {} at {}",
                 label("decision"),
-                super::list::paint_status(s, p.status),
+                super::queue::paint_status(s, p.status),
                 render::one_line(&d.decided_by),
                 d.decided_at
             ));
@@ -114,7 +114,7 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
 }
 
 fn status_text(ctx: &Ctx, p: &Proposal) -> String {
-    let word = super::list::paint_status(ctx.style, p.status);
+    let word = super::queue::paint_status(ctx.style, p.status);
     match (p.status, &p.expires_at, &p.archived_at) {
         (_, _, Some(at)) => format!("{word} (archived {at})"),
         (Status::Pending, Some(exp), None) => {

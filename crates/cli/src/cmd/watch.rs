@@ -6,11 +6,11 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Result;
-use supervise_store::{Event, EventKind, StatusFilter, Store, change};
+use supervise_store::{Event, EventKind, Store, change};
 
-use super::{Ctx, ShortIds, print_json_line};
+use super::{Ctx, print_json_line, queue};
 use crate::cli::ListArgs;
-use crate::json::{EventView, ProposalList, ProposalView};
+use crate::json::EventView;
 use crate::render::{self, Color, Style};
 
 /// How often the event feed is read.
@@ -23,20 +23,11 @@ pub async fn run(ctx: &Ctx, store: &Store, args: &ListArgs, out: &mut dyn Write)
     // The cursor is taken before the snapshot, so no change falls between the two (one
     // may show in both, which is harmless).
     let mut seq = store.last_seq().await?;
-    let proposals = store
-        .list(args.bottle.as_deref(), StatusFilter::from(args.status))
-        .await?;
+    let proposals = queue::snapshot(store, args).await?;
     if args.json {
-        let doc = ProposalList {
-            proposals: proposals.iter().map(ProposalView::from).collect(),
-        };
-        print_json_line(out, &doc)?;
+        print_json_line(out, &queue::document(&proposals))?;
     } else {
-        let ids = ShortIds::load(store, &proposals).await?;
-        for line in super::list::table(ctx, &proposals, args, &ids) {
-            writeln!(out, "{line}")?;
-        }
-        out.flush()?;
+        queue::print_table(ctx, store, &proposals, args, out).await?;
         eprintln!("watching {} for changes (Ctrl-C to stop)", ctx.db.display());
     }
     let mut tick = tokio::time::interval(POLL);

@@ -190,3 +190,36 @@ async fn a_small_mixed_batch_is_answered_item_by_item() {
     .await;
     assert_eq!((status, answer.len()), (202, 0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_past_the_cap_leaves_out_the_last_items_with_a_short_error() {
+    let server = Server::start(&["--grace", "0"]);
+    // 32 tools/list calls with ~32 KiB ids: the body fits in 1 MiB, the ids alone come back
+    // at almost 1 MiB, and the tool lists push the answer past it.
+    let id = |i: usize| format!("{i:02}{}", "x".repeat(32 * 1024 - 100));
+    let items: Vec<Value> = (0..MAX_BATCH_LEN)
+        .map(|i| json!({"jsonrpc": "2.0", "id": id(i), "method": "tools/list"}))
+        .collect();
+    let body = Value::Array(items).to_string();
+    assert!(body.len() <= 1024 * 1024, "{} bytes", body.len());
+    let (status, answer) = post_raw(&server, body).await;
+    assert_eq!(status, 200);
+    // At most the cap, plus the left-out errors (each ~200 bytes and its echoed id).
+    let answers = json_of(&answer);
+    let answers = answers.as_array().expect("an array");
+    assert_eq!(answers.len(), MAX_BATCH_LEN);
+    let left_out = answers.iter().filter(|a| a.get("error").is_some()).count();
+    assert!(left_out > 0, "nothing was left out");
+    assert!(left_out < MAX_BATCH_LEN, "everything was left out");
+    assert!(answer.len() <= 1024 * 1024 + left_out * (32 * 1024 + 300));
+    for (i, a) in answers.iter().enumerate() {
+        assert_eq!(a["id"], id(i), "answers keep the items' order");
+        if i < MAX_BATCH_LEN - left_out {
+            assert_eq!(a["result"]["tools"].as_array().unwrap().len(), 5);
+        } else {
+            assert_eq!(a["error"]["code"], -32600);
+            let message = a["error"]["message"].as_str().unwrap();
+            assert!(message.contains("send it on its own"), "{message}");
+        }
+    }
+}

@@ -504,7 +504,7 @@ async fn many_waiters_each_answer_promptly_after_their_decision() {
     let median = latencies[N / 2];
     let p95 = latencies[N * 95 / 100];
     eprintln!("decision-to-answer latency: median {median:?}, p95 {p95:?}");
-    // The issue asks for 100 ms at p99 on a quiet machine; tests here share 2 cores with
+    // The target is 100 ms at p99 on a quiet machine; tests here share 2 cores with
     // other servers, so the bound on p95 is looser. A watcher that does not wake waiters
     // leaves them to the 1 s re-check: a median near 500 ms.
     assert!(

@@ -1,4 +1,4 @@
-//! Issue 6, suite 5: backpressure.
+//! Backpressure.
 //!
 //! Built: the per-bottle cap on undecided proposals (`--max-pending-per-bottle`). Past it a
 //! new proposal gets a clear `refused` tool result telling the agent to wait for or check

@@ -1,4 +1,4 @@
-//! Test harness: a real database file in a temp dir, set up through `supervise-store`,
+//! The harness: a real database file in a temp dir, set up through `supervise-store`,
 //! and the real `supervise` binary run against it.
 #![allow(dead_code)]
 

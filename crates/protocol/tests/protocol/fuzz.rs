@@ -1,4 +1,4 @@
-//! Issue 6, suite 4: property tests (the stand-in for `cargo fuzz`, which needs a nightly
+//! Fuzzing: property tests (the stand-in for `cargo fuzz`, which needs a nightly
 //! toolchain CI does not have) over request classification, `parse_message`, and the other
 //! functions that read untrusted request data: `modern_meta`, `requested_version`,
 //! `parse_params::<CallToolParams>` and `decode_header_value`.

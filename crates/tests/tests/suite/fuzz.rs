@@ -1,4 +1,4 @@
-//! Issue 6, suite 4 (dispatch half): property tests over the server's request dispatch,
+//! Fuzzing, the dispatch half: property tests over the server's request dispatch,
 //! through the real binary. The server crate's dispatch (`rpc::handle`) needs a whole `App`
 //! (store, writer, waiters) whose fields are still changing, so the requests go over
 //! loopback HTTP instead: that also covers the HTTP layer, and a panic shows up as an

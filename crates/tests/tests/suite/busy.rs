@@ -1,4 +1,4 @@
-//! Issue 6, suite 6: a busy database, through the server. A `sqlite3` shell (another
+//! A busy database, through the server. A `sqlite3` shell (another
 //! process, like an operator's audit session gone wrong) holds `BEGIN IMMEDIATE` on the
 //! server's file for longer than the store's busy timeout (5 s). A `propose-egress` call
 //! must then fail clearly and retryably (a `refused` tool result saying the database is

@@ -1,4 +1,4 @@
-//! Issue 7 as an operator lives it: an agent in bottle `demo` talks MCP to the real
+//! The operator's day, story by story: an agent in bottle `demo` talks MCP to the real
 //! `supervise-server`, the operator answers with the real `supervise` CLI, on one database
 //! file. Bounded grants, proposal expiry, the rejection cooldown, risk flags, the live
 //! watch, event hooks and bulk decisions, each as one story.
@@ -354,7 +354,7 @@ fn an_identical_change_after_a_rejection_is_answered_at_once_without_a_new_row()
 
 // ----- 4. risk flags ------------------------------------------------------------------------
 
-/// Every risky shape the issue lists (and a few safe controls), filed by the agent through
+/// Every risky shape the flags name (and a few safe controls), filed by the agent through
 /// the server, reads back from `supervise list --json` with its flags.
 #[test]
 fn risk_flags_for_each_listed_case() {

@@ -4,7 +4,7 @@
 use serde_json::json;
 use supervise_tests::{Server, cli, structured, text};
 
-/// Issue 4: a proposal filed through the server with grace 0 is answered `pending`; the
+/// A proposal filed through the server with grace 0 is answered `pending`; the
 /// operator approves it with the CLI; the agent's `check-proposal` then returns the
 /// decision and the operator's note, and a second poll finds it archived.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 6, suite 1: crash safety. `supervise-server` is killed with SIGKILL while agents
+//! Crash safety. `supervise-server` is killed with SIGKILL while agents
 //! in two bottles file `propose-egress` calls (grace 0) as fast as they can; it is
 //! restarted on the same file. Every proposal whose id an agent received must be in the
 //! database, whole (its `proposed` event with it), `PRAGMA integrity_check` must say `ok`,

@@ -1,4 +1,4 @@
-//! Issue 6, suite 2: exactly-once delivery. Four bottles (127.0.0.2 .. 127.0.0.5) file
+//! Exactly-once delivery. Four bottles (127.0.0.2 .. 127.0.0.5) file
 //! proposals with grace 0; three pollers per bottle, each on its own connections, call
 //! `check-proposal` on every one of their bottle's proposals in a loop, and a stranger from
 //! another bottle polls them too, while two separate `supervise` processes race to decide

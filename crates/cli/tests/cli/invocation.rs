@@ -1,0 +1,117 @@
+//! How `supervise` is invoked: usage errors, `SUPERVISE_DB`, the operator's name, completions.
+
+use serde_json::Value;
+
+use crate::util::{Env, command, find, ids};
+
+#[test]
+fn bad_usage_exits_2() {
+    let env = Env::new();
+    let id = env.egress("a.example.com", 443);
+    for args in [
+        vec![],
+        vec!["frobnicate"],
+        vec!["list", "--bogus"],
+        vec!["list", "--status", "maybe"],
+        vec!["show"],
+        vec!["approve"],
+        vec!["approve", id.as_str(), "--for", "soon"],
+        vec!["approve", id.as_str(), "--for", "0"],
+        vec![
+            "approve",
+            id.as_str(),
+            "--bottle",
+            "demo",
+            "--kind",
+            "egress",
+            "--match",
+            "*",
+        ],
+        vec!["approve", "--bottle", "demo"],
+        vec!["modify", id.as_str()],
+        vec!["modify", id.as_str(), "--change", "port=8443"],
+        vec!["modify", id.as_str(), "--change", "[8443]"],
+        vec!["modify", id.as_str(), "--change", "{}"],
+        vec!["bottle", "add", "x", "--ip", "not-an-ip"],
+        vec!["completions", "powershell-classic"],
+        vec!["--as", "", "approve", id.as_str()],
+    ] {
+        env.run(&args).assert_usage();
+    }
+    assert_eq!(
+        find(&env.json(&["list", "--json"]), &id)["status"],
+        "pending"
+    );
+    // --help is not an error, and shows an example.
+    let help = env.run(&["approve", "--help"]);
+    help.assert_ok();
+    assert!(help.stdout.contains("Examples:"), "{}", help.stdout);
+}
+
+#[test]
+fn supervise_db_names_the_database_and_the_flag_wins() {
+    let env = Env::new();
+    env.egress("a.example.com", 443);
+    let via_env = std::process::Command::new(crate::util::BIN)
+        .args(["list", "--json"])
+        .env("SUPERVISE_DB", &env.db)
+        .output()
+        .unwrap();
+    assert!(via_env.status.success());
+    let doc: Value = serde_json::from_slice(&via_env.stdout).unwrap();
+    assert_eq!(ids(&doc).len(), 1);
+    // A missing --db wins over a good SUPERVISE_DB.
+    let r = crate::util::Run::from(
+        std::process::Command::new(crate::util::BIN)
+            .args(["--db", "/nonexistent/x.db", "list"])
+            .env("SUPERVISE_DB", &env.db)
+            .output()
+            .unwrap(),
+    );
+    r.assert_refused("no supervise database at /nonexistent/x.db");
+}
+
+#[test]
+fn the_operator_defaults_to_the_login_user() {
+    let env = Env::new();
+    let a = env.egress("a.example.com", 443);
+    let b = env.egress("b.example.com", 443);
+    let out = env
+        .cmd(&["approve", &a])
+        .env_remove("USER")
+        .env("LOGNAME", "bob")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let out = env
+        .cmd(&["approve", &b])
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc = env.json(&["list", "--status", "all", "--json"]);
+    assert_eq!(find(&doc, &a)["decision"]["decided_by"], "bob");
+    assert_eq!(find(&doc, &b)["decision"]["decided_by"], "unknown");
+}
+
+#[test]
+fn completions_for_each_shell() {
+    let env = Env::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = env.ok(&["completions", shell]);
+        assert!(out.len() > 500 && out.contains("supervise"), "{shell}");
+        assert!(
+            out.contains("approve") && out.contains("include-flagged"),
+            "{shell}"
+        );
+    }
+    // No database needed.
+    let r = crate::util::Run::from(
+        command(std::path::Path::new("/nonexistent/x.db"))
+            .args(["completions", "bash"])
+            .output()
+            .unwrap(),
+    );
+    r.assert_ok();
+}

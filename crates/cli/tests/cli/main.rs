@@ -1,0 +1,19 @@
+//! The real `supervise` binary against real database files: every command in human and
+//! `--json` form, decisions and refusals, exit codes, grants that end, risk flags, watch,
+//! bulk decisions. Data is set up through `supervise-store`, as the server would.
+//!
+//! One module per capability; `util` is the harness.
+
+mod util;
+
+mod audit;
+mod bottles;
+mod bulk;
+mod database;
+mod decide;
+mod flags;
+mod grants;
+mod invocation;
+mod output;
+mod queue;
+mod watch;

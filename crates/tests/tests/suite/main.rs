@@ -1,0 +1,22 @@
+//! The end-to-end suite: the real `supervise-server` and `supervise` binaries on one
+//! database file, found by `supervise_tests::bin`. One binary, one module per capability:
+//!
+//! - `e2e`: an agent's proposal answered by the operator, across both binaries;
+//! - `stories`: the operator's day (grants, expiry, cooldown, flags, watch, hooks, bulk);
+//! - `crash`: SIGKILL under load loses no answered proposal (`scripts/soak-crash.sh`);
+//! - `delivery`: every decision is delivered exactly once;
+//! - `bad_input`: the bad input catalogue, each case refused with the right error;
+//! - `fuzz`: generated and mutated `tools/call` requests (`scripts/fuzz.sh`);
+//! - `backpressure`: the pending cap and the waiting-call limits;
+//! - `busy`: a write lock held by another process.
+//!
+//! Run one with a filter: `cargo test -p supervise-tests --test suite -- crash::`.
+
+mod backpressure;
+mod bad_input;
+mod busy;
+mod crash;
+mod delivery;
+mod e2e;
+mod fuzz;
+mod stories;
