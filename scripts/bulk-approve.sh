@@ -9,11 +9,16 @@ bin=${2:-${CARGO_TARGET_DIR:-target}/release}
 dir=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"' EXIT
 export SUPERVISE_DB="$dir/supervise.db"
-port=$((20000 + RANDOM % 20000))
-"$bin/supervise-server" --listen "127.0.0.1:$port" --grace 0 --max-pending-per-bottle 0 \
+"$bin/supervise-server" --listen 127.0.0.1:0 --grace 0 --max-pending-per-bottle 0 \
   --bottle demo=127.0.0.1 2>"$dir/server.log" &
 server=$!
-for _ in $(seq 100); do curl -s "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+port=
+for _ in $(seq 100); do
+  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\)\/mcp.*/\1/p' "$dir/server.log")
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "the server did not start:" >&2; cat "$dir/server.log" >&2; exit 1; }
 propose() { # $1 = host
   curl -s "http://127.0.0.1:$port/mcp" -H 'Content-Type: application/json' \
     -H 'Accept: application/json, text/event-stream' \
