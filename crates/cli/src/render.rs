@@ -333,9 +333,24 @@ mod tests {
     #[test]
     fn invisible_and_bidi_characters_are_shown_escaped() {
         for c in [
-            '\u{61c}', '\u{2028}', '\u{2029}', '\u{e0041}', '\u{3164}', '\u{115f}', '\u{1160}',
-            '\u{ffa0}', '\u{2800}', '\u{fe0f}', '\u{200b}', '\u{2064}', '\u{feff}', '\u{2067}',
-            '\u{ad}', '\u{180e}', '\u{34f}', '\u{85}',
+            '\u{61c}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{e0041}',
+            '\u{3164}',
+            '\u{115f}',
+            '\u{1160}',
+            '\u{ffa0}',
+            '\u{2800}',
+            '\u{fe0f}',
+            '\u{200b}',
+            '\u{2064}',
+            '\u{feff}',
+            '\u{2067}',
+            '\u{ad}',
+            '\u{180e}',
+            '\u{34f}',
+            '\u{85}',
         ] {
             let want = format!("a\\u{{{:x}}}b", c as u32);
             assert_eq!(one_line(&format!("a{c}b")), want);
@@ -343,7 +358,10 @@ mod tests {
         }
         assert_eq!(one_line("café 日本 🎉"), "café 日本 🎉");
         assert_eq!(
-            change_text("git-push", &json!({"remote": "or\u{200b}igin", "ref": "refs/heads/x"})),
+            change_text(
+                "git-push",
+                &json!({"remote": "or\u{200b}igin", "ref": "refs/heads/x"})
+            ),
             "or\\u{200b}igin refs/heads/x"
         );
     }

@@ -97,11 +97,17 @@ mod tests {
     fn every_class_that_can_hide_or_reorder_is_escaped() {
         let classes: &[(&str, &[char])] = &[
             ("C0 controls", &['\0', '\u{7}', '\n', '\r', '\t', '\u{1b}']),
-            ("DEL and C1", &['\u{7f}', '\u{80}', '\u{85}', '\u{9b}', '\u{9f}']),
+            (
+                "DEL and C1",
+                &['\u{7f}', '\u{80}', '\u{85}', '\u{9b}', '\u{9f}'],
+            ),
             ("soft hyphen", &['\u{ad}']),
             ("combining grapheme joiner", &['\u{34f}']),
             ("arabic letter mark", &['\u{61c}']),
-            ("hangul fillers", &['\u{115f}', '\u{1160}', '\u{3164}', '\u{ffa0}']),
+            (
+                "hangul fillers",
+                &['\u{115f}', '\u{1160}', '\u{3164}', '\u{ffa0}'],
+            ),
             ("khmer inherent vowels", &['\u{17b4}', '\u{17b5}']),
             (
                 "mongolian selectors and separator",
@@ -138,7 +144,13 @@ mod tests {
             ),
             (
                 "tag characters",
-                &['\u{e0000}', '\u{e0001}', '\u{e0020}', '\u{e0041}', '\u{e007f}'],
+                &[
+                    '\u{e0000}',
+                    '\u{e0001}',
+                    '\u{e0020}',
+                    '\u{e0041}',
+                    '\u{e007f}',
+                ],
             ),
             (
                 "private use",
@@ -151,8 +163,16 @@ mod tests {
         ];
         for (class, chars) in classes {
             for &c in *chars {
-                assert!(needs_escape(c), "{class}: U+{:04X} must be escaped", c as u32);
-                assert!(escaped(c), "{class}: U+{:04X} not shown as \\u{{..}}", c as u32);
+                assert!(
+                    needs_escape(c),
+                    "{class}: U+{:04X} must be escaped",
+                    c as u32
+                );
+                assert!(
+                    escaped(c),
+                    "{class}: U+{:04X} not shown as \\u{{..}}",
+                    c as u32
+                );
             }
         }
     }

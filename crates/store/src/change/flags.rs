@@ -383,7 +383,10 @@ mod tests {
         ] {
             assert_eq!(egress_flags(host), ["loopback"], "{host}");
         }
-        assert_eq!(egress_flags("*.app.localhost"), ["wildcard-host", "loopback"]);
+        assert_eq!(
+            egress_flags("*.app.localhost"),
+            ["wildcard-host", "loopback"]
+        );
         for host in ["localhost.example.com", "notlocalhost", "mylocalhost.com"] {
             assert_eq!(egress_flags(host), [] as [&str; 0], "{host}");
         }
@@ -401,9 +404,17 @@ mod tests {
             assert_eq!(egress_flags(host), ["cloud-metadata"], "{host}");
         }
         for host in ["*.google.internal", "*.ec2.internal"] {
-            assert_eq!(egress_flags(host), ["wildcard-host", "cloud-metadata"], "{host}");
+            assert_eq!(
+                egress_flags(host),
+                ["wildcard-host", "cloud-metadata"],
+                "{host}"
+            );
         }
-        for host in ["metadata.example.com", "google.internal", "*.example.internal"] {
+        for host in [
+            "metadata.example.com",
+            "google.internal",
+            "*.example.internal",
+        ] {
             assert!(!egress_flags(host).contains(&"cloud-metadata"), "{host}");
         }
     }
@@ -417,7 +428,10 @@ mod tests {
             ("::ffff:169.254.169.254", &metadata),
             ("::ffff:a9fe:a9fe", &metadata),
             ("[::ffff:127.0.0.1]", &loopback),
-            ("::ffff:10.0.0.1", &["ip-literal", "disguised-ip", "private-ip"]),
+            (
+                "::ffff:10.0.0.1",
+                &["ip-literal", "disguised-ip", "private-ip"],
+            ),
             // IPv4-compatible
             ("::169.254.169.254", &metadata),
             ("::127.0.0.1", &loopback),
@@ -430,10 +444,16 @@ mod tests {
             // the IPv6 addresses themselves are not IPv4
             ("::1", &["ip-literal", "loopback"]),
             ("::", &["ip-literal", "unspecified"]),
-            ("fd00:ec2::254", &["ip-literal", "cloud-metadata", "private-ip"]),
+            (
+                "fd00:ec2::254",
+                &["ip-literal", "cloud-metadata", "private-ip"],
+            ),
             ("2001:db8::1", &["ip-literal"]),
             // Alibaba's metadata address
-            ("100.100.100.200", &["ip-literal", "cloud-metadata", "cgnat"]),
+            (
+                "100.100.100.200",
+                &["ip-literal", "cloud-metadata", "cgnat"],
+            ),
         ];
         for (host, want) in cases {
             assert_eq!(&egress_flags(host), want, "{host}");
@@ -454,29 +474,37 @@ mod tests {
         assert_eq!(push_flags("origin", "main"), ["default-branch"]);
         assert_eq!(push_flags("origin", "feature/x"), [] as [&str; 0]);
         for remote in [
-            "\u{43e}rigin",         // Cyrillic о
-            "or\u{456}gin",         // Cyrillic і
-            "\u{3bf}rigin",         // Greek ο
+            "\u{43e}rigin",                                     // Cyrillic о
+            "or\u{456}gin",                                     // Cyrillic і
+            "\u{3bf}rigin",                                     // Greek ο
             "\u{ff4f}\u{ff52}\u{ff49}\u{ff47}\u{ff49}\u{ff4e}", // fullwidth
-            "\u{1d428}rigin",       // mathematical bold o
+            "\u{1d428}rigin",                                   // mathematical bold o
             "Origin",
             "ORIGIN",
         ] {
             assert_eq!(push_flags(remote, "feature/x"), ["lookalike"], "{remote:?}");
         }
         for reference in [
-            "m\u{430}in",           // Cyrillic а
-            "ma\u{131}n",           // dotless i
-            "\u{41c}aster",         // Cyrillic М
-            "\u{ff4d}ain",          // fullwidth m
+            "m\u{430}in",   // Cyrillic а
+            "ma\u{131}n",   // dotless i
+            "\u{41c}aster", // Cyrillic М
+            "\u{ff4d}ain",  // fullwidth m
             "Main",
             "release/m\u{430}in",
             "refs/heads/m\u{430}ster",
         ] {
-            assert_eq!(push_flags("origin", reference), ["lookalike"], "{reference:?}");
+            assert_eq!(
+                push_flags("origin", reference),
+                ["lookalike"],
+                "{reference:?}"
+            );
         }
         for reference in ["maintenance", "mainline", "café", "日本"] {
-            assert_eq!(push_flags("origin", reference), [] as [&str; 0], "{reference:?}");
+            assert_eq!(
+                push_flags("origin", reference),
+                [] as [&str; 0],
+                "{reference:?}"
+            );
         }
     }
 

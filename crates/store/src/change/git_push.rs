@@ -385,7 +385,14 @@ mod tests {
 
     #[test]
     fn transport_helper_remotes_are_refused() {
-        for bad in ["ext::sh", "ext::ssh%20-oProxyCommand=x", "fd::7", "fd::0,1", "foo+bar::x", "https::x"] {
+        for bad in [
+            "ext::sh",
+            "ext::ssh%20-oProxyCommand=x",
+            "fd::7",
+            "fd::0,1",
+            "foo+bar::x",
+            "https::x",
+        ] {
             assert!(remote_refusal(bad).contains("::` transport"), "{bad:?}");
         }
     }
@@ -400,7 +407,16 @@ mod tests {
         ] {
             assert!(remote_refusal(bad).contains("scheme"), "{bad:?}");
         }
-        for bad in ["/srv/repo.git", "../repo", "./repo", "a/b", "..", ".hidden", "x.lock", "a\\b"] {
+        for bad in [
+            "/srv/repo.git",
+            "../repo",
+            "./repo",
+            "a/b",
+            "..",
+            ".hidden",
+            "x.lock",
+            "a\\b",
+        ] {
             remote_refusal(bad);
         }
     }
@@ -429,7 +445,10 @@ mod tests {
             assert!(normalise_ref(bad).is_err(), "{bad:?}");
         }
         assert!(normalise_ref("-x").is_err());
-        assert!(validate_remote("oriğin").is_ok(), "visible non-ASCII names are allowed (and flagged when lookalikes)");
+        assert!(
+            validate_remote("oriğin").is_ok(),
+            "visible non-ASCII names are allowed (and flagged when lookalikes)"
+        );
     }
 
     #[test]

@@ -22,10 +22,18 @@ async fn risky_spellings_are_flagged_and_the_flags_survive_the_file() {
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let cases: Vec<(NewProposal, &[Flag])> = vec![
         (egress(&b, "app.localhost"), &[Flag::Loopback]),
-        (egress(&b, "metadata.google.internal"), &[Flag::CloudMetadata]),
+        (
+            egress(&b, "metadata.google.internal"),
+            &[Flag::CloudMetadata],
+        ),
         (
             egress(&b, "::ffff:169.254.169.254"),
-            &[Flag::IpLiteral, Flag::DisguisedIp, Flag::CloudMetadata, Flag::LinkLocal],
+            &[
+                Flag::IpLiteral,
+                Flag::DisguisedIp,
+                Flag::CloudMetadata,
+                Flag::LinkLocal,
+            ],
         ),
         (
             egress(&b, "64:ff9b::7f00:1"),
