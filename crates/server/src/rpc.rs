@@ -45,7 +45,7 @@ pub(crate) async fn handle(app: &App, bottle: &Bottle, headers: &HeaderMap, body
         Incoming::Notification(n) => {
             let method = escape_untrusted(&n.method);
             tracing::Span::current().record("rpc_method", &*method);
-            tracing::debug!(%method, "notification accepted");
+            tracing::debug!(?method, "notification accepted");
             Reply::Accepted
         }
         Incoming::Response(_) => Reply::Accepted,

@@ -14,7 +14,7 @@ pub(crate) fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value, Error
     let params: InitializeParams = parse_params(methods::INITIALIZE, params)?;
     let version = negotiate(&params.protocol_version);
     tracing::debug!(
-        requested = %escape_untrusted(&params.protocol_version),
+        requested = ?escape_untrusted(&params.protocol_version),
         answered = %version,
         client = params.client_info.as_ref().map(|c| escape_untrusted(&c.name)).as_deref(),
         "initialize"
