@@ -1,197 +1,41 @@
-//! `supervise-bench`: the project's load generator and limit baselines (issue 5).
+//! `supervise-bench`: the project's load generator and limit baselines.
 //!
 //! It starts its own `supervise-server` processes on temporary databases (or targets
 //! `--url`), registers bottles on many loopback addresses, drives MCP traffic over
 //! keep-alive HTTP/1.1 in either protocol era, measures the two physical limits in the same
-//! run, and prints one table plus a JSON file. `docs/PERFORMANCE.md` explains the figures.
+//! run, measures what hostile clients cost the server, and prints one table plus a JSON
+//! file. `docs/PERFORMANCE.md` explains the figures.
 //!
-//! Layout: [`client`] is the MCP connection; [`load`] the closed-loop driver; [`scenarios`]
-//! the scenarios; [`baseline`] the SQLite and bare-hyper limits; [`procs`] child processes;
-//! [`db`] work on the server's file beside it (deciding, counting, preloading); [`report`]
-//! the table, the targets and the JSON; [`sys`] pinning, rlimits and /proc; [`stats`]
+//! Layout: [`args`] the command line; [`client`] the MCP connection; [`raw`] hand-written
+//! requests for the clients a well-behaved one never is (garbage bodies, clients that do not
+//! read); [`load`] the closed-loop driver; [`scenarios`] the scenarios by family and their
+//! dispatch; [`baseline`] the SQLite and bare-hyper limits; [`procs`] child processes; [`db`]
+//! work on the server's file beside it (deciding, counting, preloading); [`report`] the
+//! table, the targets and the JSON; [`sys`] pinning, rlimits and /proc; [`stats`]
 //! percentiles and the row type.
 
+mod args;
 mod baseline;
 mod client;
 mod db;
 mod load;
 mod procs;
+mod raw;
 mod report;
 mod scenarios;
 mod stats;
 mod sys;
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::Parser;
 
-use crate::client::Style;
-use crate::scenarios::{Ctx, External, Under};
-use crate::stats::Row;
-
-const ALL_SCENARIOS: [&str; 9] = [
-    "baseline-sqlite",
-    "baseline-http",
-    "propose",
-    "propose-capped",
-    "check-pending",
-    "list",
-    "deliver",
-    "hold",
-    "wake",
-];
-
-/// The pending cap of the `propose-capped` server: far above what a run files, so every
-/// proposal is accepted and only the cost of checking the cap shows.
-const PROPOSE_CAP: u64 = 100_000_000;
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "supervise-bench",
-    version,
-    about = "Load generator and limit baselines for supervise-server (see docs/PERFORMANCE.md)",
-    args_conflicts_with_subcommands = true
-)]
-struct Cli {
-    #[command(subcommand)]
-    cmd: Option<Cmd>,
-    #[command(flatten)]
-    run: RunArgs,
-}
-
-#[derive(Subcommand, Debug)]
-enum Cmd {
-    /// Internal: the bare hyper baseline server.
-    #[command(hide = true)]
-    ServeBaseline {
-        #[arg(long)]
-        listen: SocketAddr,
-        /// Hold every request this many milliseconds before answering.
-        #[arg(long)]
-        hold_ms: Option<u64>,
-    },
-    /// Internal: approve the ids in a file through a durable store, printing commit times.
-    #[command(hide = true)]
-    Decide {
-        #[arg(long)]
-        db: PathBuf,
-        #[arg(long)]
-        ids: PathBuf,
-        /// Decisions per second (0: back to back).
-        #[arg(long, default_value_t = 0.0)]
-        rate: f64,
-    },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum StyleArg {
-    #[value(name = "2025-11-25", alias = "legacy")]
-    Legacy,
-    #[value(name = "2026-07-28", alias = "modern")]
-    Modern,
-    Both,
-}
-
-#[derive(clap::Args, Debug)]
-struct RunArgs {
-    /// Run every scenario (the default when no --scenario is given).
-    #[arg(long)]
-    all: bool,
-    /// A seconds-long smoke pass: every scenario, tiny sizes (no claims about speed).
-    #[arg(long)]
-    quick: bool,
-    /// Scenarios to run (comma-separated or repeated): baseline-sqlite, baseline-http,
-    /// propose, propose-capped, check-pending, list, deliver, hold, wake.
-    #[arg(long, value_delimiter = ',')]
-    scenario: Vec<String>,
-    /// Protocol era the load generator speaks.
-    #[arg(long, value_enum, default_value = "both")]
-    style: StyleArg,
-    /// Concurrent keep-alive connections for propose, check-pending, deliver and
-    /// baseline-http [default: 64; --quick 8].
-    #[arg(long)]
-    connections: Option<usize>,
-    /// Measured seconds per throughput scenario [default: 3; --quick 0.5].
-    #[arg(long)]
-    duration: Option<f64>,
-    /// Unmeasured warm-up seconds before each [default: 0.5; --quick 0.1].
-    #[arg(long)]
-    warmup: Option<f64>,
-    /// Run the throughput scenarios and baselines this many times; the table shows medians.
-    #[arg(long, default_value_t = 1)]
-    repeat: usize,
-    /// Calls held at once in `hold` [default: 10000; --quick 200].
-    #[arg(long)]
-    hold: Option<usize>,
-    /// The grace window (s) of the `hold` server [default: 20; --quick 3].
-    #[arg(long)]
-    hold_grace: Option<u64>,
-    /// Held calls woken by out-of-process decisions in `wake` [default: 1000; --quick 50].
-    #[arg(long)]
-    wake: Option<usize>,
-    /// Decisions per second in `wake` (`wake-burst` always decides back to back).
-    #[arg(long, default_value_t = 100.0)]
-    wake_rate: f64,
-    /// Decided proposals delivered in `deliver` [default: 2000; --quick 40].
-    #[arg(long)]
-    deliver: Option<usize>,
-    /// Archived rows to add before re-measuring list and check-pending [default: 0;
-    /// --quick 1000]. The issue asks for 1000000.
-    #[arg(long)]
-    preload: Option<u64>,
-    /// Bottles (source addresses 127.0.0.2 …) registered and used [default: 32; --quick 4].
-    #[arg(long)]
-    bottles: Option<usize>,
-    /// Pin the server (and the baseline server) to CPU 1, this process to CPU 0.
-    #[arg(long)]
-    pin: bool,
-    /// The supervise-server binary [default: next to this executable].
-    #[arg(long)]
-    server_bin: Option<PathBuf>,
-    /// Target a running server (http://127.0.0.1:PORT) instead of starting one; it must have
-    /// bottles bN=127.0.0.N for N in 2..=bottles+1 and a grace window that fits the
-    /// scenarios chosen.
-    #[arg(long)]
-    url: Option<String>,
-    /// With --url: the server's pid, for CPU and RSS figures.
-    #[arg(long)]
-    server_pid: Option<u32>,
-    /// With --url: the server's database, for scenarios that decide or count.
-    #[arg(long)]
-    db: Option<PathBuf>,
-    /// Where to write the JSON report [default: target/supervise-bench.json].
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Folder for the temporary databases [default: the system temp dir].
-    #[arg(long)]
-    dir: Option<PathBuf>,
-    /// Keep the temporary folder (databases and server logs) and print its path.
-    #[arg(long)]
-    keep_dir: bool,
-    /// SUPERVISE_LOG filter for the servers started.
-    #[arg(long, default_value = "warn")]
-    server_log: String,
-}
-
-/// Resolved sizes.
-#[derive(Debug, Clone)]
-struct Plan {
-    scenarios: Vec<String>,
-    styles: Vec<Style>,
-    repeat: usize,
-    hold: usize,
-    hold_grace: u64,
-    wake: usize,
-    wake_grace: u64,
-    wake_rate: f64,
-    deliver: usize,
-    preload: u64,
-}
+use crate::args::{Cli, Cmd, RunArgs};
+use crate::scenarios::{Ctx, External};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -250,41 +94,7 @@ fn machine() -> serde_json::Value {
 }
 
 fn run(args: RunArgs) -> Result<bool> {
-    let q = args.quick;
-    let pick =
-        |v: Option<usize>, full: usize, quick: usize| v.unwrap_or(if q { quick } else { full });
-    let secs = |v: Option<f64>, full: f64, quick: f64| {
-        Duration::from_secs_f64(v.unwrap_or(if q { quick } else { full }))
-    };
-    let scenarios: Vec<String> = if args.scenario.is_empty() || args.all {
-        ALL_SCENARIOS.iter().map(|s| s.to_string()).collect()
-    } else {
-        for s in &args.scenario {
-            anyhow::ensure!(
-                ALL_SCENARIOS.contains(&s.as_str()),
-                "unknown scenario {s:?}; known: {}",
-                ALL_SCENARIOS.join(", ")
-            );
-        }
-        args.scenario.clone()
-    };
-    let styles = match args.style {
-        StyleArg::Legacy => vec![Style::Legacy],
-        StyleArg::Modern => vec![Style::Modern],
-        StyleArg::Both => vec![Style::Legacy, Style::Modern],
-    };
-    let plan = Plan {
-        scenarios,
-        styles,
-        repeat: args.repeat.max(1),
-        hold: pick(args.hold, 10_000, 200),
-        hold_grace: args.hold_grace.unwrap_or(if q { 3 } else { 20 }),
-        wake: pick(args.wake, 1000, 50),
-        wake_grace: if q { 15 } else { 60 },
-        wake_rate: args.wake_rate,
-        deliver: pick(args.deliver, 2000, 40),
-        preload: args.preload.unwrap_or(if q { 1000 } else { 0 }),
-    };
+    let plan = args.plan()?;
 
     // Pin before the runtime exists, so its threads inherit the mask.
     let nproc = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -316,7 +126,7 @@ fn run(args: RunArgs) -> Result<bool> {
     if args.keep_dir {
         eprintln!("supervise-bench: keeping {}", dir.path().display());
     }
-    let nbottles = pick(args.bottles, 32, 4).clamp(1, 250);
+    let nbottles = args.pick(args.bottles, 32, 4).clamp(1, 250);
     let bottles: Vec<(String, Ipv4Addr)> = (0..nbottles)
         .map(|i| {
             let n = (i + 2) as u8;
@@ -344,9 +154,9 @@ fn run(args: RunArgs) -> Result<bool> {
         server_bin: procs::find_server_bin(args.server_bin.as_deref()),
         server_cpu,
         bottles,
-        connections: pick(args.connections, 64, 8),
-        warmup: secs(args.warmup, 0.5, 0.1),
-        duration: secs(args.duration, 3.0, 0.5),
+        connections: args.pick(args.connections, 64, 8),
+        warmup: args.secs(args.warmup, 0.5, 0.1),
+        duration: args.secs(args.duration, 3.0, 0.5),
         log_filter: args.server_log.clone(),
         external,
     };
@@ -360,16 +170,18 @@ fn run(args: RunArgs) -> Result<bool> {
     }
 
     let rt = runtime()?;
-    let all_rows = rt.block_on(run_scenarios(&ctx, &plan));
+    let all_rows = rt.block_on(scenarios::run_all(&ctx, &plan));
     drop(rt);
 
     let medians = report::medians(&all_rows);
     let targets = report::targets(&medians, &all_rows);
     println!();
     print!("{}", report::table(&medians));
-    println!();
-    println!("targets (issue 5):");
-    print!("{}", report::targets_text(&targets));
+    if !targets.is_empty() {
+        println!();
+        println!("targets:");
+        print!("{}", report::targets_text(&targets));
+    }
 
     let json_path = args.json.clone().unwrap_or_else(|| {
         std::env::current_exe()
@@ -407,193 +219,4 @@ fn git_head() -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-fn failed_row(scenario: &str, style: &str, e: &anyhow::Error) -> Row {
-    eprintln!("supervise-bench: {scenario} failed: {e:#}");
-    Row {
-        scenario: scenario.into(),
-        style: style.into(),
-        note: format!("failed: {e:#}").replace('\n', " "),
-        ..Default::default()
-    }
-}
-
-async fn run_scenarios(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
-    let want = |s: &str| plan.scenarios.iter().any(|x| x == s);
-    let mut rows: Vec<Row> = Vec::new();
-    let primary = if plan.styles.contains(&Style::Modern) {
-        Style::Modern
-    } else {
-        Style::Legacy
-    };
-    let push = |r: Result<Row>, scenario: &str, style: &str| {
-        let row = r.unwrap_or_else(|e| failed_row(scenario, style, &e));
-        eprintln!(
-            "  {:<16} {:<10} {:>9.0}/s  errors {}  {}",
-            row.scenario, row.style, row.throughput, row.errors, row.note
-        );
-        row
-    };
-
-    // Servers shared by the repeated scenarios, started on first use.
-    let mut propose_server: Option<Result<Under>> = None;
-    let mut capped_server: Option<Result<Under>> = None;
-    let mut check_server: Option<Result<CheckServer>> = None;
-
-    for rep in 0..plan.repeat {
-        let first_of_round = rows.len();
-        if plan.repeat > 1 {
-            eprintln!("supervise-bench: round {} of {}", rep + 1, plan.repeat);
-        }
-        if want("baseline-sqlite") {
-            let r = baseline::sqlite_commits(&ctx.dir, ctx.duration + ctx.warmup).await;
-            rows.push(push(r, "baseline-sqlite", "-"));
-        }
-        if want("baseline-http") {
-            let r = scenarios::baseline_http(ctx).await;
-            rows.push(push(r, "baseline-http", "bare"));
-        }
-        if want("propose") {
-            if propose_server.is_none() {
-                propose_server = Some(Under::start(ctx, "propose", 0).await);
-            }
-            for &style in &plan.styles {
-                let r = match propose_server.as_ref().expect("started") {
-                    Ok(u) => {
-                        let tag = format!("r{rep}{}", style_tag(style));
-                        scenarios::propose(ctx, u, style, &tag, "propose").await
-                    }
-                    Err(e) => Err(anyhow::anyhow!("{e:#}")),
-                };
-                rows.push(push(r, "propose", style.version()));
-            }
-        }
-        if want("propose-capped") {
-            if capped_server.is_none() {
-                capped_server =
-                    Some(Under::start_capped(ctx, "propose-capped", 0, PROPOSE_CAP).await);
-            }
-            for &style in &plan.styles {
-                let r = match capped_server.as_ref().expect("started") {
-                    Ok(u) => {
-                        let tag = format!("r{rep}{}", style_tag(style));
-                        scenarios::propose(ctx, u, style, &tag, "propose-capped").await
-                    }
-                    Err(e) => Err(anyhow::anyhow!("{e:#}")),
-                };
-                rows.push(push(r, "propose-capped", style.version()));
-            }
-        }
-        if (want("check-pending") || want("list") || want("deliver")) && check_server.is_none() {
-            check_server = Some(start_check_server(ctx).await);
-        }
-        if want("check-pending") {
-            for &style in &plan.styles {
-                let r = match check_server.as_ref().expect("started") {
-                    Ok((u, ids)) => {
-                        scenarios::check_pending(ctx, u, style, ids.clone(), "check-pending").await
-                    }
-                    Err(e) => Err(anyhow::anyhow!("{e:#}")),
-                };
-                rows.push(push(r, "check-pending", style.version()));
-            }
-        }
-        for row in &mut rows[first_of_round..] {
-            row.extra.insert("round".into(), rep.into());
-        }
-    }
-    drop(propose_server);
-    drop(capped_server);
-
-    if let Some(Ok((under, ids))) = &check_server {
-        if want("list") {
-            rows.push(push(
-                scenarios::list(ctx, under, "list", 0).await,
-                "list",
-                "-",
-            ));
-        }
-        // Before the preload, so it measures the same database as check-pending.
-        if want("deliver") {
-            let r = scenarios::deliver(ctx, under, primary, plan.deliver).await;
-            rows.push(push(r, "deliver", primary.version()));
-        }
-        if plan.preload > 0 && (want("list") || want("check-pending")) {
-            let label = if plan.preload.is_multiple_of(1_000_000) {
-                format!("{}M", plan.preload / 1_000_000)
-            } else if plan.preload.is_multiple_of(1000) {
-                format!("{}k", plan.preload / 1000)
-            } else {
-                plan.preload.to_string()
-            };
-            eprintln!("supervise-bench: preloading {} archived rows", plan.preload);
-            match db::preload(under.db.as_deref().unwrap_or(&ctx.dir), plan.preload).await {
-                Ok(took) => {
-                    eprintln!("  preloaded in {:.1}s", took.as_secs_f64());
-                    if want("list") {
-                        let name = format!("list@{label}");
-                        let r = scenarios::list(ctx, under, &name, plan.preload).await;
-                        rows.push(push(r, &name, "-"));
-                    }
-                    if want("check-pending") {
-                        let name = format!("check-pending@{label}");
-                        for &style in &plan.styles {
-                            let r = scenarios::check_pending(ctx, under, style, ids.clone(), &name)
-                                .await;
-                            rows.push(push(r, &name, style.version()));
-                        }
-                    }
-                }
-                Err(e) => rows.push(push(Err(e), "preload", "-")),
-            }
-        }
-    } else if let Some(Err(e)) = &check_server {
-        for s in ["list", "deliver"] {
-            if want(s) {
-                rows.push(push(Err(anyhow::anyhow!("{e:#}")), s, "-"));
-            }
-        }
-    }
-    drop(check_server);
-
-    if want("hold") {
-        let r = scenarios::hold_bare(ctx, plan.hold, plan.hold_grace.min(10)).await;
-        rows.push(push(r, "hold-bare", "bare"));
-        let r = scenarios::hold(ctx, primary, plan.hold, plan.hold_grace).await;
-        rows.push(push(r, "hold", primary.version()));
-    }
-    if want("wake") {
-        let r = scenarios::wake(
-            ctx,
-            primary,
-            plan.wake,
-            plan.wake_grace,
-            plan.wake_rate,
-            "wake",
-        )
-        .await;
-        rows.push(push(r, "wake", primary.version()));
-        let r = scenarios::wake(ctx, primary, plan.wake, plan.wake_grace, 0.0, "wake-burst").await;
-        rows.push(push(r, "wake-burst", primary.version()));
-    }
-    rows
-}
-
-fn style_tag(style: Style) -> &'static str {
-    match style {
-        Style::Legacy => "l",
-        Style::Modern => "m",
-    }
-}
-
-/// The check-pending server and the ids of its undecided proposals, by connection.
-type CheckServer = (Under, Arc<Vec<Vec<String>>>);
-
-/// The server for check-pending, list and deliver, with four undecided proposals filed
-/// from each connection's bottle.
-async fn start_check_server(ctx: &Ctx) -> Result<CheckServer> {
-    let under = Under::start(ctx, "check", 0).await?;
-    let ids = scenarios::file_proposals(ctx, &under, ctx.connections, 4, "check").await?;
-    Ok((under, Arc::new(ids)))
 }

@@ -5,7 +5,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -112,6 +112,23 @@ impl Proc {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// SIGTERM, then waits up to `within` for the exit: how long it took and the status
+    /// (`None`: still running; [`Drop`] kills it).
+    pub async fn terminate_timed(
+        &mut self,
+        within: Duration,
+    ) -> Result<(Duration, Option<ExitStatus>)> {
+        let sent = Instant::now();
+        crate::sys::sigterm(self.pid).with_context(|| format!("SIGTERM to {}", self.name))?;
+        while sent.elapsed() < within {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok((sent.elapsed(), Some(status)));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok((sent.elapsed(), None))
     }
 
     /// SIGTERM, then SIGKILL after `grace`.

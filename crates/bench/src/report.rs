@@ -1,4 +1,4 @@
-//! The report: one table of median rows, the ratios against issue 5's targets, and the
+//! The report: one table of median rows, the ratios against the performance targets, and the
 //! JSON file with every run.
 
 use std::fmt::Write as _;
@@ -127,7 +127,7 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-/// One target of issue 5 and how this run did against it.
+/// One performance target and how this run did against it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Target {
     pub name: String,
@@ -145,7 +145,7 @@ fn find<'a>(rows: &'a [Row], scenario: &str, style: &str) -> Option<&'a Row> {
 const LEGACY: &str = "2025-11-25";
 const MODERN: &str = "2026-07-28";
 
-/// The ratios issue 5 asks for, from the median rows.
+/// The ratios the performance targets name, from the median rows.
 pub fn targets(rows: &[Row], runs: &[Row]) -> Vec<Target> {
     let mut out = Vec::new();
     // Each round's own ratio (the rounds interleave, so a slow spell hits both sides).

@@ -1,6 +1,6 @@
 //! The few operating-system calls the bench needs and std does not offer: CPU pinning, the
-//! open-file limit, a clock shared between processes, and reading a process's CPU time and
-//! memory from /proc.
+//! open-file limit, a clock shared between processes, SIGTERM, and reading a process's CPU
+//! time and memory from /proc.
 //!
 //! This is the crate's only `unsafe`: a handful of libc calls, each on plain values it owns.
 
@@ -86,10 +86,27 @@ pub fn process_cpu(pid: u32) -> Option<Duration> {
 
 /// Resident set size of a process in bytes, from /proc/PID/status `VmRSS`.
 pub fn process_rss(pid: u32) -> Option<u64> {
+    process_status_bytes(pid, "VmRSS")
+}
+
+/// A kB line of /proc/PID/status in bytes: `VmRSS` (resident now), `VmHWM` (the peak).
+pub fn process_status_bytes(pid: u32, key: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status
+        .lines()
+        .find(|l| l.strip_prefix(key).is_some_and(|r| r.starts_with(':')))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// Sends SIGTERM to a process.
+pub fn sigterm(pid: u32) -> std::io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(std::io::Error::other)?;
+    // SAFETY: kill takes two plain integers.
+    if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Whether `taskset` is on PATH (used to pin child processes).

@@ -273,10 +273,27 @@ pub(crate) fn store_failure(e: &StoreError, tool: &str) -> Answer {
             None,
             &format!("call {tool} again in a few seconds."),
         ),
+        // The operator has to act on the file (the cause is in the error); retrying alone
+        // will not help until then.
+        StoreError::FileReplaced(_)
+        | StoreError::ReadOnly(_)
+        | StoreError::DiskFull(_)
+        | StoreError::WorldWritable(_)
+        | StoreError::Symlink(_) => {
+            tracing::error!(error = %e, tool, "store failure");
+            refused(
+                format!("the server's database could not serve this call: {e}"),
+                None,
+                &format!(
+                    "tell your user the operator must fix the database; call {tool} again once \
+                     they have."
+                ),
+            )
+        }
         other => {
             tracing::error!(error = %other, tool, "store failure");
             refused(
-                "the server could not reach its database",
+                format!("the server's database could not serve this call: {other}"),
                 None,
                 &format!("call {tool} again in a minute; tell your user if it keeps failing."),
             )

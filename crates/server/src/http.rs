@@ -20,6 +20,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use serde_json::json;
 use supervise_protocol::{ErrorCode, ErrorObject, ErrorResponse};
+use supervise_store::StoreError;
 use tokio::net::TcpListener;
 use tracing::Instrument;
 
@@ -288,10 +289,19 @@ async fn healthz(app: &App) -> Response<Full<Bytes>> {
             json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }).to_string(),
         ),
         Err(e) => {
-            tracing::warn!(error = %e, "health check: database did not answer");
+            // 503 whenever the database cannot take writes, with the cause as a word a
+            // monitor can match and as the store's sentence an operator can act on.
+            let status = match &e {
+                StoreError::FileReplaced(_) => "file-replaced",
+                StoreError::ReadOnly(_) => "read-only",
+                StoreError::DiskFull(_) => "disk-full",
+                StoreError::Busy => "busy",
+                _ => "unavailable",
+            };
+            tracing::warn!(error = %e, status, "health check: the database cannot take writes");
             json_response(
                 StatusCode::SERVICE_UNAVAILABLE,
-                json!({ "status": "unavailable", "error": e.to_string() }).to_string(),
+                json!({ "status": status, "error": e.to_string() }).to_string(),
             )
         }
     }

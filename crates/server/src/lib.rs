@@ -14,8 +14,9 @@
 //! is the one reader of the store's change feed; the waiters' watcher and the `hooks`
 //! subscribe to it. `bottles` caches attribution briefly.
 //!
-//! All state lives in the database: the server mints no MCP session, so any request can go
-//! to any server process on the same file.
+//! All state lives in the database: the server mints no MCP session, so a restarted server
+//! carries on where the last one stopped. One server serves a database on a host
+//! (`main.rs` holds `Store::claim_server` for its life).
 
 mod answer;
 mod app;

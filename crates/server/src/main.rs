@@ -1,5 +1,5 @@
-//! `supervise-server`: parses flags, starts logging, opens the database, registers
-//! `--bottle`s, binds, and serves until SIGINT/SIGTERM.
+//! `supervise-server`: parses flags, starts logging, opens the database and claims it
+//! (one server per database on a host), registers `--bottle`s, binds, and serves until SIGINT/SIGTERM.
 
 use std::io::IsTerminal;
 use std::net::{IpAddr, SocketAddr};
@@ -155,6 +155,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let store = Store::open(&db, options)
         .await
         .with_context(|| format!("cannot open the database {}", db.display()))?;
+    // One server per database on a host (a second one would tell waiting calls `unknown`
+    // for decisions the first delivered, and run every hook twice): held until exit.
+    let _claim = store.claim_server()?;
     for (slug, ip) in &args.bottles {
         match store.register_bottle(slug, *ip).await {
             Ok((b, how)) => {

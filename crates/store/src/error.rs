@@ -75,6 +75,49 @@ pub enum StoreError {
         id: String,
         what: String,
     },
+    // The file itself: where it is, who may write it, whether it is still the one open.
+    /// The database path is a symbolic link: supervise never creates or opens a database
+    /// through one (another user may have planted it).
+    #[error(
+        "{} is a symbolic link; supervise never opens a database through one: remove the \
+         link, or give the real file's path with --db",
+        .0.display()
+    )]
+    Symlink(PathBuf),
+    /// The file, or its directory, can be written by users outside its owner and group.
+    #[error(
+        "{} can be written by users outside its owner and group, so any local user could \
+         change the decisions in it; fix: chmod o-w {}",
+        .0.display(),
+        .0.display()
+    )]
+    WorldWritable(PathBuf),
+    /// The path no longer names the file this store opened (deleted, or replaced by another
+    /// file). Nothing written now would survive a restart, so nothing is acknowledged.
+    #[error(
+        "the database file at {} was deleted or replaced while open; nothing more is \
+         written to it: restore it or restart the server to open the file now at that path",
+        .0.display()
+    )]
+    FileReplaced(PathBuf),
+    /// The file (or its file system) cannot be written by this process.
+    #[error(
+        "the database {} is read-only for this process; make it writable (e.g. chmod u+w, \
+         or g+w for a shared database) and try again",
+        .0.display()
+    )]
+    ReadOnly(PathBuf),
+    /// The disk holding the database is full.
+    #[error("the disk holding the database {} is full; free some space and try again", .0.display())]
+    DiskFull(PathBuf),
+    /// Another `supervise-server` already serves this database on this host.
+    #[error(
+        "the database {} is already served by another supervise-server on this host{}; \
+         stop that one first, or give this one another --db",
+        .path.display(),
+        .pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    AlreadyServed { path: PathBuf, pid: Option<u32> },
     /// Any other database failure.
     #[error("database error: {0}")]
     Database(String),

@@ -22,7 +22,7 @@ pub mod model;
 pub mod paths;
 pub mod text;
 
-pub use db::{ProposalLimits, Store, StoreOptions};
+pub use db::{ProposalLimits, ServerClaim, Store, StoreOptions};
 pub use error::{StoreError, StoreResult};
 pub use model::{
     Bottle, BottleId, Decision, Delivery, EndReason, Event, EventKind, Flag, Grant, GrantId, Kind,

@@ -4,6 +4,7 @@
 
 mod batches;
 mod harness;
+mod health;
 mod in_process;
 mod protocol;
 mod shutdown;

@@ -1,5 +1,4 @@
-//! The database file: creating it privately, probing an existing one without touching it,
-//! and running the embedded migrations from the workspace's `migrations/`.
+//! The database's schema: probing an existing file without touching it, and running the embedded migrations from the workspace's `migrations/`.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -37,25 +36,6 @@ pub(super) async fn migrate(pool: &SqlitePool) -> StoreResult<()> {
             return Err(err.into());
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-}
-
-/// Creates an empty database file readable by its owner only: it holds every bottle's
-/// justifications and the operators' notes. SQLite gives the `-wal` and `-shm` files the
-/// same mode. (An existing file keeps the mode its owner chose.)
-pub(super) fn create_private(path: &Path) -> StoreResult<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    match options.open(path) {
-        Ok(_) => Ok(()),
-        // Another process (the CLI, a second server) created it a moment ago.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(StoreError::Database(format!(
-            "cannot create {}: {e}",
-            path.display()
-        ))),
     }
 }
 

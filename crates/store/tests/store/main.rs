@@ -7,6 +7,7 @@ mod common;
 mod concurrency;
 mod corrupt;
 mod crash;
+mod files;
 mod lifecycle;
 mod migrations;
 mod pending_cap;

@@ -1,0 +1,116 @@
+//! What every scenario shares: the run's settings ([`Ctx`]), the server under test ([`Under`]),
+//! and the tool arguments the scenarios send.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::client::Target;
+use crate::procs::{Server, ServerSpec};
+
+/// Everything a scenario needs to know about the run.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub dir: PathBuf,
+    pub server_bin: Option<PathBuf>,
+    /// CPU for the server and the baseline server (`--pin`: 1).
+    pub server_cpu: Option<usize>,
+    pub bottles: Vec<(String, Ipv4Addr)>,
+    pub connections: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub log_filter: String,
+    /// `--url`: a running server to target instead of starting one.
+    pub external: Option<External>,
+}
+
+#[derive(Debug, Clone)]
+pub struct External {
+    pub addr: SocketAddr,
+    pub pid: Option<u32>,
+    pub db: Option<PathBuf>,
+}
+
+impl Ctx {
+    pub fn ips(&self) -> Vec<Ipv4Addr> {
+        self.bottles.iter().map(|(_, ip)| *ip).collect()
+    }
+}
+
+/// The server a scenario talks to: one this run started, or the `--url` one.
+#[derive(Debug)]
+pub struct Under {
+    pub target: Target,
+    pub pid: Option<u32>,
+    pub db: Option<PathBuf>,
+    _server: Option<Server>,
+}
+
+impl Under {
+    /// Starts a fresh server on `NAME.db` with this grace window (or wraps `--url`).
+    pub async fn start(ctx: &Ctx, name: &str, grace_secs: u64) -> Result<Under> {
+        Under::start_capped(ctx, name, grace_secs, 0).await
+    }
+
+    /// [`Under::start`] with `--max-pending-per-bottle CAP` (0: no cap).
+    pub async fn start_capped(ctx: &Ctx, name: &str, grace_secs: u64, cap: u64) -> Result<Under> {
+        if let Some(ext) = &ctx.external {
+            return Ok(Under {
+                target: Target::new(ext.addr),
+                pid: ext.pid,
+                db: ext.db.clone(),
+                _server: None,
+            });
+        }
+        let Some(bin) = &ctx.server_bin else {
+            bail!(
+                "supervise-server not found (build it: cargo build --release -p supervise-server, or pass --server-bin)"
+            );
+        };
+        let spec = ServerSpec {
+            bin: bin.clone(),
+            db: ctx.dir.join(format!("{name}.db")),
+            grace_secs,
+            bottles: ctx.bottles.clone(),
+            cpu: ctx.server_cpu,
+            max_pending_per_bottle: cap,
+            log_filter: ctx.log_filter.clone(),
+        };
+        let server = Server::start(&spec, ctx.dir.join(format!("{name}.log"))).await?;
+        Ok(Under {
+            target: server.target.clone(),
+            pid: Some(server.pid()),
+            db: Some(server.db.clone()),
+            _server: Some(server),
+        })
+    }
+
+    /// SIGTERM to the server this run started; how long it took to exit, and its status
+    /// (`None`: still running after `within`).
+    pub(super) async fn terminate(
+        &mut self,
+        within: Duration,
+    ) -> Result<(Duration, Option<ExitStatus>)> {
+        match &mut self._server {
+            Some(server) => server.proc.terminate_timed(within).await,
+            None => bail!("this scenario stops the server: it cannot run with --url"),
+        }
+    }
+
+    pub(super) fn db(&self) -> Result<&Path> {
+        self.db
+            .as_deref()
+            .context("this scenario needs the server's database file (--db with --url)")
+    }
+}
+
+pub(super) fn propose_args(host: &str) -> String {
+    format!(r#"{{"host":"{host}","port":443,"justification":"supervise-bench load"}}"#)
+}
+
+pub(super) fn check_args(id: &str) -> String {
+    format!(r#"{{"proposal_id":"{id}"}}"#)
+}

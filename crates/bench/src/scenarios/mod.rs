@@ -1,0 +1,259 @@
+//! The scenarios, one family per file, and the dispatch that runs the ones asked for in a
+//! fixed order, sharing a server between repeated rounds where the figures allow it.
+//!
+//! Families: [`baseline`] (bare hyper), [`propose`], [`poll`] (`check-pending`, `deliver`,
+//! `list`), [`hold`] (`hold`, `hold-bare`), [`wake`] (`wake`, `wake-burst`)
+//! and [`abuse`] (`garbage-batch`, `sigterm-stalled`: what hostile clients cost the server).
+
+mod abuse;
+mod baseline;
+mod ctx;
+mod hold;
+mod poll;
+mod propose;
+mod wake;
+
+use std::sync::Arc;
+
+use anyhow::Result;
+
+pub use ctx::{Ctx, External, Under};
+
+use crate::client::Style;
+use crate::db;
+use crate::stats::Row;
+
+/// Every scenario, in the order they run.
+pub const ALL_SCENARIOS: [&str; 11] = [
+    "baseline-sqlite",
+    "baseline-http",
+    "propose",
+    "propose-capped",
+    "check-pending",
+    "list",
+    "deliver",
+    "hold",
+    "wake",
+    "garbage-batch",
+    "sigterm-stalled",
+];
+
+/// Scenarios `--quick` leaves out unless named: it takes the server's write timeout.
+pub const NOT_QUICK: [&str; 1] = ["sigterm-stalled"];
+
+/// The pending cap of the `propose-capped` server: far above what a run files, so every
+/// proposal is accepted and only the cost of checking the cap shows.
+const PROPOSE_CAP: u64 = 100_000_000;
+
+/// Resolved sizes.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub scenarios: Vec<String>,
+    pub styles: Vec<Style>,
+    /// `--quick`: `garbage-batch` does not wait out the server's write timeout.
+    pub quick: bool,
+    pub repeat: usize,
+    pub hold: usize,
+    pub hold_grace: u64,
+    pub wake: usize,
+    pub wake_grace: u64,
+    pub wake_rate: f64,
+    pub deliver: usize,
+    pub preload: u64,
+}
+
+pub(super) fn failed_row(scenario: &str, style: &str, e: &anyhow::Error) -> Row {
+    eprintln!("supervise-bench: {scenario} failed: {e:#}");
+    Row {
+        scenario: scenario.into(),
+        style: style.into(),
+        note: format!("failed: {e:#}").replace('\n', " "),
+        ..Default::default()
+    }
+}
+
+/// Runs the scenarios of `plan`; a scenario that fails becomes a row saying so.
+pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
+    let want = |s: &str| plan.scenarios.iter().any(|x| x == s);
+    let mut rows: Vec<Row> = Vec::new();
+    let primary = if plan.styles.contains(&Style::Modern) {
+        Style::Modern
+    } else {
+        Style::Legacy
+    };
+    let push = |r: Result<Row>, scenario: &str, style: &str| {
+        let row = r.unwrap_or_else(|e| failed_row(scenario, style, &e));
+        eprintln!(
+            "  {:<16} {:<10} {:>9.0}/s  errors {}  {}",
+            row.scenario, row.style, row.throughput, row.errors, row.note
+        );
+        row
+    };
+
+    // Servers shared by the repeated scenarios, started on first use.
+    let mut propose_server: Option<Result<Under>> = None;
+    let mut capped_server: Option<Result<Under>> = None;
+    let mut check_server: Option<Result<CheckServer>> = None;
+
+    for rep in 0..plan.repeat {
+        let first_of_round = rows.len();
+        if plan.repeat > 1 {
+            eprintln!("supervise-bench: round {} of {}", rep + 1, plan.repeat);
+        }
+        if want("baseline-sqlite") {
+            let r = crate::baseline::sqlite_commits(&ctx.dir, ctx.duration + ctx.warmup).await;
+            rows.push(push(r, "baseline-sqlite", "-"));
+        }
+        if want("baseline-http") {
+            let r = baseline::baseline_http(ctx).await;
+            rows.push(push(r, "baseline-http", "bare"));
+        }
+        if want("propose") {
+            if propose_server.is_none() {
+                propose_server = Some(Under::start(ctx, "propose", 0).await);
+            }
+            for &style in &plan.styles {
+                let r = match propose_server.as_ref().expect("started") {
+                    Ok(u) => {
+                        let tag = format!("r{rep}{}", style_tag(style));
+                        propose::propose(ctx, u, style, &tag, "propose").await
+                    }
+                    Err(e) => Err(anyhow::anyhow!("{e:#}")),
+                };
+                rows.push(push(r, "propose", style.version()));
+            }
+        }
+        if want("propose-capped") {
+            if capped_server.is_none() {
+                capped_server =
+                    Some(Under::start_capped(ctx, "propose-capped", 0, PROPOSE_CAP).await);
+            }
+            for &style in &plan.styles {
+                let r = match capped_server.as_ref().expect("started") {
+                    Ok(u) => {
+                        let tag = format!("r{rep}{}", style_tag(style));
+                        propose::propose(ctx, u, style, &tag, "propose-capped").await
+                    }
+                    Err(e) => Err(anyhow::anyhow!("{e:#}")),
+                };
+                rows.push(push(r, "propose-capped", style.version()));
+            }
+        }
+        if (want("check-pending") || want("list") || want("deliver")) && check_server.is_none() {
+            check_server = Some(start_check_server(ctx).await);
+        }
+        if want("check-pending") {
+            for &style in &plan.styles {
+                let r = match check_server.as_ref().expect("started") {
+                    Ok((u, ids)) => {
+                        poll::check_pending(ctx, u, style, ids.clone(), "check-pending").await
+                    }
+                    Err(e) => Err(anyhow::anyhow!("{e:#}")),
+                };
+                rows.push(push(r, "check-pending", style.version()));
+            }
+        }
+        for row in &mut rows[first_of_round..] {
+            row.extra.insert("round".into(), rep.into());
+        }
+    }
+    drop(propose_server);
+    drop(capped_server);
+
+    if let Some(Ok((under, ids))) = &check_server {
+        if want("list") {
+            rows.push(push(poll::list(ctx, under, "list", 0).await, "list", "-"));
+        }
+        // Before the preload, so it measures the same database as check-pending.
+        if want("deliver") {
+            let r = poll::deliver(ctx, under, primary, plan.deliver).await;
+            rows.push(push(r, "deliver", primary.version()));
+        }
+        if plan.preload > 0 && (want("list") || want("check-pending")) {
+            let label = if plan.preload.is_multiple_of(1_000_000) {
+                format!("{}M", plan.preload / 1_000_000)
+            } else if plan.preload.is_multiple_of(1000) {
+                format!("{}k", plan.preload / 1000)
+            } else {
+                plan.preload.to_string()
+            };
+            eprintln!("supervise-bench: preloading {} archived rows", plan.preload);
+            match db::preload(under.db.as_deref().unwrap_or(&ctx.dir), plan.preload).await {
+                Ok(took) => {
+                    eprintln!("  preloaded in {:.1}s", took.as_secs_f64());
+                    if want("list") {
+                        let name = format!("list@{label}");
+                        let r = poll::list(ctx, under, &name, plan.preload).await;
+                        rows.push(push(r, &name, "-"));
+                    }
+                    if want("check-pending") {
+                        let name = format!("check-pending@{label}");
+                        for &style in &plan.styles {
+                            let r =
+                                poll::check_pending(ctx, under, style, ids.clone(), &name).await;
+                            rows.push(push(r, &name, style.version()));
+                        }
+                    }
+                }
+                Err(e) => rows.push(push(Err(e), "preload", "-")),
+            }
+        }
+    } else if let Some(Err(e)) = &check_server {
+        for s in ["list", "deliver"] {
+            if want(s) {
+                rows.push(push(Err(anyhow::anyhow!("{e:#}")), s, "-"));
+            }
+        }
+    }
+    drop(check_server);
+
+    if want("hold") {
+        let r = hold::hold_bare(ctx, plan.hold, plan.hold_grace.min(10)).await;
+        rows.push(push(r, "hold-bare", "bare"));
+        let r = hold::hold(ctx, primary, plan.hold, plan.hold_grace).await;
+        rows.push(push(r, "hold", primary.version()));
+    }
+    if want("wake") {
+        let r = wake::wake(
+            ctx,
+            primary,
+            plan.wake,
+            plan.wake_grace,
+            plan.wake_rate,
+            "wake",
+        )
+        .await;
+        rows.push(push(r, "wake", primary.version()));
+        let r = wake::wake(ctx, primary, plan.wake, plan.wake_grace, 0.0, "wake-burst").await;
+        rows.push(push(r, "wake-burst", primary.version()));
+    }
+    if want("garbage-batch") {
+        match abuse::garbage_batch(ctx, plan.quick).await {
+            Ok(found) => rows.extend(found.into_iter().map(|r| push(Ok(r), "", ""))),
+            Err(e) => rows.push(push(Err(e), "garbage-batch", "2025-03-26")),
+        }
+    }
+    if want("sigterm-stalled") {
+        let r = abuse::sigterm_stalled(ctx).await;
+        rows.push(push(r, "sigterm-stalled", "2025-03-26"));
+    }
+    rows
+}
+
+fn style_tag(style: Style) -> &'static str {
+    match style {
+        Style::Legacy => "l",
+        Style::Modern => "m",
+    }
+}
+
+/// The check-pending server and the ids of its undecided proposals, by connection.
+type CheckServer = (Under, Arc<Vec<Vec<String>>>);
+
+/// The server for check-pending, list and deliver, with four undecided proposals filed
+/// from each connection's bottle.
+async fn start_check_server(ctx: &Ctx) -> Result<CheckServer> {
+    let under = Under::start(ctx, "check", 0).await?;
+    let ids = propose::file_proposals(ctx, &under, ctx.connections, 4, "check").await?;
+    Ok((under, Arc::new(ids)))
+}
