@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 
 use serde_json::Value;
-use supervise_store::clock;
+use supervise_store::{clock, text};
 
 /// When to colour human output (`--color`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -67,18 +67,14 @@ pub enum Color {
 }
 
 /// Text from an agent (justifications, hosts, refs) made safe to print on one line:
-/// line breaks and tabs become spaces, other control characters and the Unicode
-/// direction/format characters that could reorder or hide text become visible `\u{..}`.
+/// line breaks and tabs become spaces, and everything else that could hide or reorder
+/// text is shown as `\u{..}` by the store's one rule, [`text::escape_untrusted`].
 pub fn one_line(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' | '\r' | '\t' => out.push(' '),
-            c if is_suspicious(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
+    if text.contains(['\n', '\r', '\t']) {
+        text::escape_untrusted(&text.replace(['\n', '\r', '\t'], " ")).into_owned()
+    } else {
+        text::escape_untrusted(text).into_owned()
     }
-    out
 }
 
 /// Like [`one_line`] but keeps line breaks (for wrapped blocks).
@@ -88,15 +84,6 @@ pub fn multi_line(text: &str) -> String {
         .map(one_line)
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn is_suspicious(c: char) -> bool {
-    c.is_control()
-        || matches!(c,
-            '\u{200b}'..='\u{200f}' // zero-width and direction marks
-            | '\u{202a}'..='\u{202e}' // embeddings and overrides
-            | '\u{2060}'..='\u{2069}' // word joiner, isolates
-            | '\u{feff}')
 }
 
 /// Cuts `text` to at most `width` characters, ending with `…` when something was cut.
@@ -305,16 +292,23 @@ pub fn flag_meaning(flag: &str) -> &'static str {
         "wildcard-host" => "a wildcard covers every host under the domain",
         "ip-literal" => "the host is a raw IP address, not a name",
         "private-ip" => "a private-network address (RFC 1918 / ULA)",
-        "loopback" => "a loopback address: the host itself",
+        "loopback" => "a loopback address or name (localhost, *.localhost): the host itself",
         "link-local" => "a link-local address",
-        "cloud-metadata" => "the cloud metadata service (instance credentials)",
+        "cloud-metadata" => {
+            "the cloud metadata service (instance credentials), by address or name (metadata.google.internal)"
+        }
         "cgnat" => "a carrier-grade NAT address (100.64.0.0/10)",
         "unspecified" => "the unspecified address (0.0.0.0 / ::)",
         "unusual-port" => "a port other than 80 and 443",
-        "disguised-ip" => "an IP address written as a number or in hex/octal",
+        "disguised-ip" => {
+            "an IPv4 address written as a number, in hex/octal, or inside an IPv6 address"
+        }
         "default-branch" => "a push to main or master",
         "tag" => "a push to a tag",
         "ref-outside-heads" => "a ref outside refs/heads/",
+        "lookalike" => {
+            "the remote or a ref part looks like origin, main or master but is spelled otherwise"
+        }
         "widened" => "the operator's change grants more than the agent asked for",
         _ => "",
     }
@@ -334,6 +328,49 @@ mod tests {
             "evil\\u{202e}moc.elgoog"
         );
         assert_eq!(multi_line("a\r\nb\u{7}"), "a\nb\\u{7}");
+    }
+
+    #[test]
+    fn invisible_and_bidi_characters_are_shown_escaped() {
+        for c in [
+            '\u{61c}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{e0041}',
+            '\u{3164}',
+            '\u{115f}',
+            '\u{1160}',
+            '\u{ffa0}',
+            '\u{2800}',
+            '\u{fe0f}',
+            '\u{200b}',
+            '\u{2064}',
+            '\u{feff}',
+            '\u{2067}',
+            '\u{ad}',
+            '\u{180e}',
+            '\u{34f}',
+            '\u{85}',
+        ] {
+            let want = format!("a\\u{{{:x}}}b", c as u32);
+            assert_eq!(one_line(&format!("a{c}b")), want);
+            assert_eq!(multi_line(&format!("a{c}b\nc")), format!("{want}\nc"));
+        }
+        assert_eq!(one_line("café 日本 🎉"), "café 日本 🎉");
+        assert_eq!(
+            change_text(
+                "git-push",
+                &json!({"remote": "or\u{200b}igin", "ref": "refs/heads/x"})
+            ),
+            "or\\u{200b}igin refs/heads/x"
+        );
+    }
+
+    #[test]
+    fn every_flag_has_a_meaning() {
+        for flag in supervise_store::Flag::ALL {
+            assert!(!flag_meaning(flag.as_str()).is_empty(), "{flag}");
+        }
     }
 
     #[test]

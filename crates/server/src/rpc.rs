@@ -20,6 +20,7 @@ use supervise_protocol::{
     parse_message, requested_version,
 };
 use supervise_store::Bottle;
+use supervise_store::text::escape_untrusted;
 
 use crate::app::App;
 use crate::config::MAX_BATCH_ANSWER_BYTES;
@@ -42,13 +43,14 @@ pub(crate) async fn handle(app: &App, bottle: &Bottle, headers: &HeaderMap, body
     };
     match incoming {
         Incoming::Notification(n) => {
-            tracing::Span::current().record("rpc_method", n.method.as_str());
-            tracing::debug!(method = %n.method, "notification accepted");
+            let method = escape_untrusted(&n.method);
+            tracing::Span::current().record("rpc_method", &*method);
+            tracing::debug!(?method, "notification accepted");
             Reply::Accepted
         }
         Incoming::Response(_) => Reply::Accepted,
         Incoming::Request(req) => {
-            tracing::Span::current().record("rpc_method", req.method.as_str());
+            tracing::Span::current().record("rpc_method", &*escape_untrusted(&req.method));
             let (status, response) = request(app, bottle, headers, req).await;
             Reply::Json {
                 status,

@@ -4,7 +4,7 @@
 //! [`EndReason`], ids and [`Timestamp`]) and the domain types callers see, depending on
 //! nothing else here; [`change`] validates and normalises what a proposal asks for and
 //! computes its risk flags; [`error`] is the one error type; [`clock`] the duration syntax;
-//! [`paths`] finds the database file. The [`Store`] itself is `db`, split by aggregate
+//! [`paths`] finds the database file; [`text`] escapes agent text for display. The [`Store`] itself is `db`, split by aggregate
 //! (`db/bottles.rs`, `db/proposals.rs`, `db/decisions.rs`, `db/grants.rs`, `db/feed.rs`),
 //! with the file and migrations in `db/schema.rs`, row decoding in `db/rows.rs` and event
 //! appending in `db/trail.rs`. Every public method is one transaction, and every write
@@ -20,6 +20,7 @@ mod db;
 pub mod error;
 pub mod model;
 pub mod paths;
+pub mod text;
 
 pub use db::{ProposalLimits, ServerClaim, Store, StoreOptions};
 pub use error::{StoreError, StoreResult};

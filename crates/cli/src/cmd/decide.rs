@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use serde_json::{Map, Value};
-use supervise_store::{Kind, Proposal, StatusFilter, Store, StoreError, Verdict};
+use supervise_store::{Kind, Proposal, StatusFilter, Store, StoreError, Verdict, clock};
 
 use super::Ctx;
 use crate::cli::BulkArgs;
@@ -61,14 +61,18 @@ pub async fn one(
         }
         Err(e) => return Err(e.into()),
     };
-    let line = confirmation(ctx, store, &decided).await;
+    let line = confirmation(ctx, &decided, grant_for);
     writeln!(out, "{line}")?;
     out.flush()?;
     Ok(())
 }
 
 /// `approved 019a… (demo: egress a.com:443); grant 019b… for 30m 0s [flags: …]`
-async fn confirmation(ctx: &Ctx, store: &Store, p: &Proposal) -> String {
+///
+/// Built from the decided proposal and the operator's `--for` alone, with no further read:
+/// a bulk decision prints one of these per line, so its cost must not grow with the
+/// bottle's grants.
+fn confirmation(ctx: &Ctx, p: &Proposal, grant_for: Option<Duration>) -> String {
     let s = ctx.style;
     let kind = p.kind.as_str();
     let mut what = render::change_text(kind, &p.change);
@@ -83,8 +87,8 @@ async fn confirmation(ctx: &Ctx, store: &Store, p: &Proposal) -> String {
         s.paint(Color::Cyan, &p.id),
         render::one_line(&p.bottle)
     );
-    if p.status.is_decision() && p.decision.as_ref().is_some_and(|d| d.change.is_some()) {
-        line.push_str(&grant_text(store, p).await);
+    if let Some(grant_id) = p.decision.as_ref().and_then(|d| d.grant_id.as_ref()) {
+        line.push_str(&grant_text(grant_id.as_str(), grant_for));
     }
     if !p.flags.is_empty() {
         line.push_str(&format!(
@@ -105,18 +109,15 @@ async fn confirmation(ctx: &Ctx, store: &Store, p: &Proposal) -> String {
     line
 }
 
-/// `; grant ID until revoked` or `; grant ID for 29m 59s`.
-async fn grant_text(store: &Store, p: &Proposal) -> String {
-    let grant = match store.grants_in_force(&p.bottle).await {
-        Ok(grants) => grants.into_iter().find(|g| g.proposal_id == p.id),
-        Err(_) => None,
-    };
-    match grant {
-        Some(g) => match g.expires_at {
-            Some(exp) => format!("; grant {} for {}", g.id, render::time_left(exp.as_str())),
-            None => format!("; grant {} until revoked", g.id),
-        },
-        None => String::new(),
+/// `; grant ID until revoked` or `; grant ID for 30m 0s`: the grant was written in the
+/// decision's transaction with exactly this length, so there is nothing to look up.
+fn grant_text(grant_id: &str, grant_for: Option<Duration>) -> String {
+    match grant_for {
+        Some(d) => format!(
+            "; grant {grant_id} for {}",
+            clock::humanize(i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        ),
+        None => format!("; grant {grant_id} until revoked"),
     }
 }
 
@@ -186,7 +187,7 @@ pub async fn bulk(
         {
             Ok(decided) => {
                 done += 1;
-                writeln!(out, "{}", confirmation(ctx, store, &decided).await)?;
+                writeln!(out, "{}", confirmation(ctx, &decided, grant_for))?;
             }
             Err(e @ (StoreError::NotPending { .. } | StoreError::ProposalNotFound(_))) => {
                 failed += 1;
@@ -229,5 +230,23 @@ fn matches(pattern: &str, p: &Proposal) -> bool {
                     .strip_prefix("refs/heads/")
                     .is_some_and(|short| glob::matches(pattern, short))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grant_text_needs_no_lookup() {
+        assert_eq!(grant_text("g1", None), "; grant g1 until revoked");
+        assert_eq!(
+            grant_text("g1", Some(Duration::from_secs(1800))),
+            "; grant g1 for 30m 0s"
+        );
+        assert_eq!(
+            grant_text("g1", Some(Duration::from_secs(2))),
+            "; grant g1 for 2s"
+        );
     }
 }

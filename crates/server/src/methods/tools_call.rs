@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 use supervise_protocol::{CallToolParams, ErrorObject, methods, parse_params};
+use supervise_store::text::escape_untrusted;
 
 use super::ctx::Ctx;
 use crate::tools;
@@ -21,6 +22,6 @@ pub(crate) async fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value,
         Some(Err(refused)) => refused,
         Some(Ok(call)) => tools::apply(ctx.app, ctx.bottle, call).await,
     };
-    tracing::debug!(tool = %params.name, status = answer.status.unwrap_or("list"), "tool answered");
+    tracing::debug!(tool = ?escape_untrusted(&params.name), status = answer.status.unwrap_or("list"), "tool answered");
     serde_json::to_value(answer.into_result(ctx.version)).map_err(ErrorObject::internal)
 }

@@ -18,16 +18,25 @@ pub fn flags(kind: Kind, change: &Value) -> Vec<Flag> {
             }
             if let Ok(ip) = host.parse::<IpAddr>() {
                 out.push(Flag::IpLiteral);
-                out.extend(ip_flags(ip));
+                match embedded_ipv4(ip) {
+                    Some(v4) => {
+                        out.push(Flag::DisguisedIp);
+                        out.extend(ip_flags(IpAddr::V4(v4)));
+                    }
+                    None => out.extend(ip_flags(ip)),
+                }
             } else if let Some(ip) = disguised_ipv4(host) {
                 out.push(Flag::DisguisedIp);
                 out.extend(ip_flags(IpAddr::V4(ip)));
+            } else {
+                out.extend(name_flags(host));
             }
             if port != 80 && port != 443 {
                 out.push(Flag::UnusualPort);
             }
         }
         Kind::GitPush => {
+            let remote = change.get("remote").and_then(Value::as_str).unwrap_or("");
             let reference = change.get("ref").and_then(Value::as_str).unwrap_or("");
             if reference == "refs/heads/main" || reference == "refs/heads/master" {
                 out.push(Flag::DefaultBranch);
@@ -36,6 +45,9 @@ pub fn flags(kind: Kind, change: &Value) -> Vec<Flag> {
                 out.push(Flag::Tag);
             } else if !reference.starts_with("refs/heads/") {
                 out.push(Flag::RefOutsideHeads);
+            }
+            if is_lookalike(remote) || reference.split('/').any(is_lookalike) {
+                out.push(Flag::Lookalike);
             }
         }
     }
@@ -64,11 +76,109 @@ pub fn modified_flags(kind: Kind, proposed: &Value, modified: &Value) -> Vec<Fla
     after
 }
 
+/// Names that resolve to the cloud metadata service on some provider: Google's
+/// (`metadata.google.internal`, and `metadata` through its search domain) and the EC2 names
+/// (`instance-data`, `instance-data.ec2.internal`).
+const METADATA_NAMES: &[&str] = &[
+    "metadata",
+    "metadata.google.internal",
+    "instance-data",
+    "instance-data.ec2.internal",
+];
+
+/// Flags of a DNS name (normalised: lower case, no trailing dot), a wildcard included:
+/// `loopback` for `localhost`, any name under `.localhost` (RFC 6761 keeps them on the host
+/// itself) and the Debian aliases `ip6-localhost` / `ip6-loopback`; `cloud-metadata` for a
+/// metadata name, or a wildcard that covers one (`*.google.internal`).
+fn name_flags(host: &str) -> Vec<Flag> {
+    let mut out = Vec::new();
+    let name = host.strip_prefix("*.").unwrap_or(host);
+    let wildcard = name.len() != host.len();
+    let covers = |target: &str| {
+        if wildcard {
+            target.ends_with(&format!(".{name}"))
+        } else {
+            target == name
+        }
+    };
+    if METADATA_NAMES.iter().any(|m| covers(m)) {
+        out.push(Flag::CloudMetadata);
+    }
+    if name == "localhost"
+        || name.ends_with(".localhost")
+        || name == "localhost.localdomain"
+        || (!wildcard && matches!(name, "ip6-localhost" | "ip6-loopback"))
+    {
+        out.push(Flag::Loopback);
+    }
+    out
+}
+
+/// The IPv4 address an IPv6 literal carries, where resolvers, stacks or a NAT64 gateway
+/// would reach that IPv4 address: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
+/// (`::a.b.c.d`, first octet not 0, so `::` and `::1` stay themselves) and the NAT64
+/// well-known prefix (`64:ff9b::a.b.c.d`, RFC 6052).
+fn embedded_ipv4(ip: IpAddr) -> Option<Ipv4Addr> {
+    let IpAddr::V6(v6) = ip else { return None };
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let seg = v6.segments();
+    let low = Ipv4Addr::new(
+        (seg[6] >> 8) as u8,
+        seg[6] as u8,
+        (seg[7] >> 8) as u8,
+        seg[7] as u8,
+    );
+    if seg[..6] == [0; 6] && seg[6] >= 0x0100 {
+        return Some(low);
+    }
+    if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(low);
+    }
+    None
+}
+
+/// Whether a ref component or remote looks like `origin`, `main` or `master` without being
+/// it: it folds to one of them (see [`skeleton`]) but is spelled otherwise, with another
+/// case or with letters of another script.
+fn is_lookalike(text: &str) -> bool {
+    const PROTECTED: &[&str] = &["origin", "main", "master"];
+    if PROTECTED.contains(&text) {
+        return false;
+    }
+    let folded = skeleton(text);
+    PROTECTED.contains(&folded.as_str())
+}
+
+/// A rough confusable skeleton: compatibility-normalised (NFKC folds fullwidth and
+/// mathematical letters), the Cyrillic, Greek, Armenian and Latin letters that draw like
+/// the ASCII letters of the protected names mapped to them, and lower-cased.
+fn skeleton(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    text.nfkc()
+        .map(|c| match c {
+            'а' | 'А' | 'α' | 'Α' | 'ɑ' => 'a',
+            'е' | 'Е' | 'ε' | 'Ε' => 'e',
+            'ɡ' | 'ց' => 'g',
+            'і' | 'І' | 'ӏ' | 'Ӏ' | 'ι' | 'Ι' | 'ı' | 'ɩ' | 'ǀ' => 'i',
+            'М' | 'Μ' | 'ᴍ' => 'm',
+            'Ν' | 'ո' | 'ɴ' => 'n',
+            'о' | 'О' | 'ο' | 'Ο' | 'օ' | 'σ' | 'ᴏ' => 'o',
+            'г' | 'ʀ' => 'r',
+            'ѕ' | 'Ѕ' => 's',
+            'Т' | 'Τ' | 'т' | 'τ' | 'ᴛ' => 't',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
 fn ip_flags(ip: IpAddr) -> Vec<Flag> {
     let mut out = Vec::new();
     match ip {
         IpAddr::V4(v4) => {
-            if v4 == Ipv4Addr::new(169, 254, 169, 254) {
+            // The metadata service: 169.254.169.254 on most clouds, 100.100.100.200 on Alibaba's.
+            if v4 == Ipv4Addr::new(169, 254, 169, 254) || v4 == Ipv4Addr::new(100, 100, 100, 200) {
                 out.push(Flag::CloudMetadata);
             }
             if v4.is_loopback() {
@@ -91,14 +201,6 @@ fn ip_flags(ip: IpAddr) -> Vec<Flag> {
         IpAddr::V6(v6) => {
             if v6 == "fd00:ec2::254".parse::<Ipv6Addr>().expect("literal") {
                 out.push(Flag::CloudMetadata);
-            }
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return {
-                    let mut inner = ip_flags(IpAddr::V4(v4));
-                    inner.retain(|f| !out.contains(f));
-                    out.extend(inner);
-                    out
-                };
             }
             let seg = v6.segments();
             if v6.is_loopback() {
@@ -259,6 +361,150 @@ mod tests {
         ];
         for (kind, change, want) in cases {
             assert_eq!(&names(&flags(*kind, change)), want, "{change}");
+        }
+    }
+
+    fn egress_flags(host: &str) -> Vec<&'static str> {
+        let change = crate::change::normalise(Kind::Egress, &json!({ "host": host }))
+            .unwrap_or_else(|e| panic!("{host:?} should be accepted: {e}"));
+        names(&flags(Kind::Egress, &change))
+    }
+
+    #[test]
+    fn loopback_names_are_flagged() {
+        for host in [
+            "localhost",
+            "LOCALHOST.",
+            "app.localhost",
+            "a.b.localhost",
+            "localhost.localdomain",
+            "ip6-localhost",
+            "ip6-loopback",
+        ] {
+            assert_eq!(egress_flags(host), ["loopback"], "{host}");
+        }
+        assert_eq!(
+            egress_flags("*.app.localhost"),
+            ["wildcard-host", "loopback"]
+        );
+        for host in ["localhost.example.com", "notlocalhost", "mylocalhost.com"] {
+            assert_eq!(egress_flags(host), [] as [&str; 0], "{host}");
+        }
+    }
+
+    #[test]
+    fn cloud_metadata_names_are_flagged() {
+        for host in [
+            "metadata.google.internal",
+            "Metadata.Google.Internal.",
+            "metadata",
+            "instance-data",
+            "instance-data.ec2.internal",
+        ] {
+            assert_eq!(egress_flags(host), ["cloud-metadata"], "{host}");
+        }
+        for host in ["*.google.internal", "*.ec2.internal"] {
+            assert_eq!(
+                egress_flags(host),
+                ["wildcard-host", "cloud-metadata"],
+                "{host}"
+            );
+        }
+        for host in [
+            "metadata.example.com",
+            "google.internal",
+            "*.example.internal",
+        ] {
+            assert!(!egress_flags(host).contains(&"cloud-metadata"), "{host}");
+        }
+    }
+
+    #[test]
+    fn ipv6_spellings_of_ipv4_are_classified_like_the_ipv4() {
+        let metadata = ["ip-literal", "disguised-ip", "cloud-metadata", "link-local"];
+        let loopback = ["ip-literal", "disguised-ip", "loopback"];
+        let cases: &[(&str, &[&str])] = &[
+            // IPv4-mapped
+            ("::ffff:169.254.169.254", &metadata),
+            ("::ffff:a9fe:a9fe", &metadata),
+            ("[::ffff:127.0.0.1]", &loopback),
+            (
+                "::ffff:10.0.0.1",
+                &["ip-literal", "disguised-ip", "private-ip"],
+            ),
+            // IPv4-compatible
+            ("::169.254.169.254", &metadata),
+            ("::127.0.0.1", &loopback),
+            ("::7f00:1", &loopback),
+            // NAT64 well-known prefix
+            ("64:ff9b::a9fe:a9fe", &metadata),
+            ("64:ff9b::169.254.169.254", &metadata),
+            ("64:ff9b::7f00:1", &loopback),
+            ("64:ff9b::808:808", &["ip-literal", "disguised-ip"]),
+            // the IPv6 addresses themselves are not IPv4
+            ("::1", &["ip-literal", "loopback"]),
+            ("::", &["ip-literal", "unspecified"]),
+            (
+                "fd00:ec2::254",
+                &["ip-literal", "cloud-metadata", "private-ip"],
+            ),
+            ("2001:db8::1", &["ip-literal"]),
+            // Alibaba's metadata address
+            (
+                "100.100.100.200",
+                &["ip-literal", "cloud-metadata", "cgnat"],
+            ),
+        ];
+        for (host, want) in cases {
+            assert_eq!(&egress_flags(host), want, "{host}");
+        }
+    }
+
+    fn push_flags(remote: &str, reference: &str) -> Vec<&'static str> {
+        let change = crate::change::normalise(
+            Kind::GitPush,
+            &json!({ "remote": remote, "ref": reference }),
+        )
+        .unwrap_or_else(|e| panic!("{remote:?} {reference:?} should be accepted: {e}"));
+        names(&flags(Kind::GitPush, &change))
+    }
+
+    #[test]
+    fn lookalikes_of_origin_main_and_master_are_flagged() {
+        assert_eq!(push_flags("origin", "main"), ["default-branch"]);
+        assert_eq!(push_flags("origin", "feature/x"), [] as [&str; 0]);
+        for remote in [
+            "\u{43e}rigin",                                     // Cyrillic о
+            "or\u{456}gin",                                     // Cyrillic і
+            "\u{3bf}rigin",                                     // Greek ο
+            "\u{ff4f}\u{ff52}\u{ff49}\u{ff47}\u{ff49}\u{ff4e}", // fullwidth
+            "\u{1d428}rigin",                                   // mathematical bold o
+            "Origin",
+            "ORIGIN",
+        ] {
+            assert_eq!(push_flags(remote, "feature/x"), ["lookalike"], "{remote:?}");
+        }
+        for reference in [
+            "m\u{430}in",   // Cyrillic а
+            "ma\u{131}n",   // dotless i
+            "\u{41c}aster", // Cyrillic М
+            "\u{ff4d}ain",  // fullwidth m
+            "Main",
+            "release/m\u{430}in",
+            "refs/heads/m\u{430}ster",
+        ] {
+            assert_eq!(
+                push_flags("origin", reference),
+                ["lookalike"],
+                "{reference:?}"
+            );
+        }
+        for reference in ["maintenance", "mainline", "café", "日本"] {
+            assert_eq!(
+                push_flags("origin", reference),
+                [] as [&str; 0],
+                "{reference:?}"
+            );
         }
     }
 

@@ -165,6 +165,9 @@ vocabulary! {
         DefaultBranch = "default-branch",
         Tag = "tag",
         RefOutsideHeads = "ref-outside-heads",
+        /// A remote or ref component that looks like `origin`, `main` or `master` but is
+        /// spelled otherwise (another case, or letters of another script).
+        Lookalike = "lookalike",
         /// An operator's modified change allows more than the proposed one.
         Widened = "widened",
     }

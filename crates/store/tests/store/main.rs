@@ -11,4 +11,5 @@ mod files;
 mod lifecycle;
 mod migrations;
 mod pending_cap;
+mod rules;
 mod trail;
