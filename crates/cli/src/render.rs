@@ -310,6 +310,7 @@ pub fn flag_meaning(flag: &str) -> &'static str {
             "the remote or a ref part looks like origin, main or master but is spelled otherwise"
         }
         "widened" => "the operator's change grants more than the agent asked for",
+        "observed" => "filed by the egress proxy for a connection it refused, not by the agent",
         _ => "",
     }
 }

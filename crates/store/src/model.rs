@@ -3,6 +3,7 @@
 //! grants and events built from them. These are what callers see; the SQLite rows behind
 //! them stay private to `db/rows.rs`. Nothing here depends on another module of the crate.
 
+mod egress;
 mod ids;
 mod vocab;
 
@@ -11,6 +12,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use egress::{BottleRef, DenyReason, EgressDecision};
 pub(crate) use ids::parse_time;
 pub use ids::{BottleId, GrantId, ProposalId, Timestamp};
 pub use vocab::{EndReason, EventKind, Flag, Kind, Status, UnknownName};
@@ -35,6 +37,8 @@ pub struct Decision {
     pub decided_at: Timestamp,
     /// The grant approve or modify recorded (`None` for reject).
     pub grant_id: Option<GrantId>,
+    /// When that grant ends (`None`: until revoked, or no grant).
+    pub grant_expires_at: Option<Timestamp>,
 }
 
 /// A proposal with its current state.
@@ -168,6 +172,9 @@ pub struct Grant {
     pub expires_at: Option<Timestamp>,
     pub ended_at: Option<Timestamp>,
     pub end_reason: Option<EndReason>,
+    /// The last `grant-used` event the egress proxy's helper recorded for it (read by
+    /// `policy`; `None` elsewhere, and when none was recorded).
+    pub last_used_at: Option<Timestamp>,
 }
 
 /// One audit event; `seq` orders them and is the change feed's cursor.

@@ -258,7 +258,10 @@ pub(super) async fn live_bottle_by_slug(
     row.map(Bottle::try_from).transpose()
 }
 
-async fn live_bottle_by_ip(conn: &mut SqliteConnection, ip: IpAddr) -> StoreResult<Option<Bottle>> {
+pub(super) async fn live_bottle_by_ip(
+    conn: &mut SqliteConnection,
+    ip: IpAddr,
+) -> StoreResult<Option<Bottle>> {
     let row: Option<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "{BOTTLE_COLUMNS} WHERE ip = ? AND removed_at IS NULL"
     )))

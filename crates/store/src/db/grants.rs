@@ -4,13 +4,15 @@ use tracing::instrument;
 
 use super::Store;
 use super::bottles::live_bottle_by_slug;
-use super::rows::{self, GRANT_COLUMNS, GrantRow};
+use super::rows::{
+    self, BOTTLE_COLUMNS, BottleRow, GRANT_COLUMNS, GRANT_COLUMNS_WITH_USE, GrantRow,
+};
 use super::trail::{NewEvent, actor_operator, record};
 use crate::error::{StoreError, StoreResult};
-use crate::model::{BottleId, EndReason, EventKind, Grant, Timestamp};
+use crate::model::{Bottle, BottleId, EndReason, EventKind, Grant, Timestamp};
 
 impl Store {
-    /// The grants in force for a live bottle, oldest first.
+    /// The grants in force for a live bottle, oldest first, each with its last recorded use.
     pub async fn grants_in_force(&self, slug: &str) -> StoreResult<Vec<Grant>> {
         let now = Timestamp::now();
         let mut conn = self.inner.pool.acquire().await?;
@@ -18,7 +20,7 @@ impl Store {
             .await?
             .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
         let rows: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{GRANT_COLUMNS} WHERE g.bottle_id = ? AND g.ended_at IS NULL \
+            "{GRANT_COLUMNS_WITH_USE} WHERE g.bottle_id = ? AND g.ended_at IS NULL \
              AND (g.expires_at IS NULL OR g.expires_at > ?) ORDER BY g.created_at"
         )))
         .bind(bottle.id.get())
@@ -26,6 +28,40 @@ impl Store {
         .fetch_all(&mut *conn)
         .await?;
         rows::all(rows)
+    }
+
+    /// Every live bottle (by slug) with its grants in force (oldest first, each with its last
+    /// recorded use), read in one transaction: the whole policy, for enforcement points
+    /// other than the Squid helper (`supervise policy --all`).
+    pub async fn policy_all(&self) -> StoreResult<Vec<(Bottle, Vec<Grant>)>> {
+        let now = Timestamp::now();
+        let mut tx = self.inner.pool.begin().await?;
+        let bottles: Vec<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{BOTTLE_COLUMNS} WHERE removed_at IS NULL ORDER BY slug"
+        )))
+        .fetch_all(&mut *tx)
+        .await?;
+        let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{GRANT_COLUMNS_WITH_USE} WHERE b.removed_at IS NULL AND g.ended_at IS NULL \
+             AND (g.expires_at IS NULL OR g.expires_at > ?) ORDER BY g.created_at"
+        )))
+        .bind(now.as_str())
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let bottles: Vec<Bottle> = rows::all(bottles)?;
+        let grants: Vec<Grant> = rows::all(grants)?;
+        Ok(bottles
+            .into_iter()
+            .map(|b| {
+                let mine = grants
+                    .iter()
+                    .filter(|g| g.bottle == b.slug)
+                    .cloned()
+                    .collect();
+                (b, mine)
+            })
+            .collect())
     }
 
     /// Ends a grant now.

@@ -14,7 +14,7 @@ use super::{ProposalLimits, Store};
 use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    BottleId, Event, EventKind, Kind, NewProposal, Proposal, ProposalId, Proposed, Status,
+    BottleId, Event, EventKind, Flag, Kind, NewProposal, Proposal, ProposalId, Proposed, Status,
     StatusFilter, Timestamp,
 };
 
@@ -241,15 +241,18 @@ pub(super) async fn expire_in(
 }
 
 /// A proposal checked before the write lock is taken.
-struct Prepared {
+pub(super) struct Prepared {
     bottle_id: BottleId,
     kind: Kind,
-    change: Value,
+    pub(super) change: Value,
     key: String,
     justification: String,
+    /// Filed by the egress proxy's helper for a refused connection (`db/egress.rs`): flagged
+    /// `observed`, and the actor is `system`, not the bottle.
+    pub(super) observed: bool,
 }
 
-fn prepare(item: NewProposal) -> StoreResult<Prepared> {
+pub(super) fn prepare(item: NewProposal) -> StoreResult<Prepared> {
     let change = change::normalise(item.kind, &item.change)?;
     let justification = change::validate_justification(&item.justification)?;
     Ok(Prepared {
@@ -258,12 +261,13 @@ fn prepare(item: NewProposal) -> StoreResult<Prepared> {
         key: change::change_key(&change),
         change,
         justification,
+        observed: false,
     })
 }
 
 /// Files one prepared proposal inside the caller's transaction. The outer error aborts the
 /// whole batch; the inner one is this item's refusal.
-async fn propose_in(
+pub(super) async fn propose_in(
     conn: &mut SqliteConnection,
     limits: &ProposalLimits,
     p: Prepared,
@@ -274,7 +278,11 @@ async fn propose_in(
         Err(e @ (StoreError::BottleGone(_) | StoreError::BottleNotFound(_))) => return Ok(Err(e)),
         Err(e) => return Err(e),
     };
-    let actor = actor_bottle(&slug);
+    let actor = if p.observed {
+        SYSTEM.to_string()
+    } else {
+        actor_bottle(&slug)
+    };
     let change_text = p.change.to_string();
 
     if let Some(old) = same_undecided(conn, &p, now).await? {
@@ -458,7 +466,10 @@ async fn insert(
     now: &Timestamp,
 ) -> StoreResult<Proposal> {
     let id = ProposalId::generate();
-    let flags = change::flags(p.kind, &p.change);
+    let mut flags = change::flags(p.kind, &p.change);
+    if p.observed {
+        flags.push(Flag::Observed);
+    }
     let flags_text = serde_json::to_string(&flags).unwrap_or_else(|_| "[]".into());
     let expires_at = limits
         .proposal_ttl

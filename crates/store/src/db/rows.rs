@@ -15,7 +15,8 @@ use crate::model::{
 
 pub(super) const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.slug, p.kind, p.change, \
     p.justification, p.status, p.flags, p.hits, p.created_at, p.expires_at, p.decided_at, \
-    p.decided_by, p.decision_note, p.decision_change, p.archived_at, g.id AS grant_id \
+    p.decided_by, p.decision_note, p.decision_change, p.archived_at, g.id AS grant_id, \
+    g.expires_at AS grant_expires_at \
     FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
     LEFT JOIN grants g ON g.proposal_id = p.id";
 
@@ -25,6 +26,14 @@ pub(super) const EVENT_COLUMNS: &str = "SELECT e.seq, e.at, e.event, e.actor, b.
 
 pub(super) const GRANT_COLUMNS: &str = "SELECT g.id, b.slug, g.proposal_id, g.kind, g.change, \
     g.granted_by, g.created_at, g.expires_at, g.ended_at, g.end_reason \
+    FROM grants g JOIN bottles b ON b.id = g.bottle_id";
+
+/// [`GRANT_COLUMNS`] plus the grant's last recorded use (`policy`): the newest `grant-used`
+/// event of its proposal, through the index of each proposal's events.
+pub(super) const GRANT_COLUMNS_WITH_USE: &str = "SELECT g.id, b.slug, g.proposal_id, g.kind, \
+    g.change, g.granted_by, g.created_at, g.expires_at, g.ended_at, g.end_reason, \
+    (SELECT e.at FROM events e WHERE e.proposal_id = g.proposal_id AND e.event = 'grant-used' \
+     ORDER BY e.seq DESC LIMIT 1) AS last_used_at \
     FROM grants g JOIN bottles b ON b.id = g.bottle_id";
 
 pub(super) const BOTTLE_COLUMNS: &str = "SELECT id, slug, ip, created_at FROM bottles";
@@ -85,6 +94,7 @@ pub(super) struct ProposalRow {
     decision_change: Option<String>,
     archived_at: Option<String>,
     grant_id: Option<String>,
+    grant_expires_at: Option<String>,
 }
 
 impl ProposalRow {
@@ -133,6 +143,7 @@ impl TryFrom<ProposalRow> for Proposal {
                 decided_by,
                 decided_at: c.time("decided_at", decided_at)?,
                 grant_id: r.grant_id.map(GrantId::from_row),
+                grant_expires_at: c.opt_time("grant_expires_at", r.grant_expires_at)?,
             }),
             _ => None,
         };
@@ -209,6 +220,8 @@ pub(super) struct GrantRow {
     expires_at: Option<String>,
     ended_at: Option<String>,
     end_reason: Option<String>,
+    #[sqlx(default)]
+    last_used_at: Option<String>,
 }
 
 impl TryFrom<GrantRow> for Grant {
@@ -225,6 +238,7 @@ impl TryFrom<GrantRow> for Grant {
             created_at: c.time("created_at", r.created_at)?,
             expires_at: c.opt_time("expires_at", r.expires_at)?,
             ended_at: c.opt_time("ended_at", r.ended_at)?,
+            last_used_at: c.opt_time("last_used_at", r.last_used_at)?,
             end_reason: r
                 .end_reason
                 .map(|e| c.parse::<EndReason>("end_reason", &e))

@@ -133,6 +133,9 @@ vocabulary! {
         /// A bottle registered at server start moved to another address.
         BottleUpdated = "bottle-updated",
         BottleRemoved = "bottle-removed",
+        /// A grant let a connection through the egress proxy (first use, then at most
+        /// once a minute per grant).
+        GrantUsed = "grant-used",
     }
 }
 
@@ -170,6 +173,9 @@ vocabulary! {
         Lookalike = "lookalike",
         /// An operator's modified change allows more than the proposed one.
         Widened = "widened",
+        /// Filed by the egress proxy's helper for a connection it refused, not asked for by
+        /// the agent: what the bottle actually tried.
+        Observed = "observed",
     }
 }
 

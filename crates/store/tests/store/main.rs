@@ -7,6 +7,7 @@ mod common;
 mod concurrency;
 mod corrupt;
 mod crash;
+mod egress;
 mod files;
 mod lifecycle;
 mod migrations;

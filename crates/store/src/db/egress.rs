@@ -1,0 +1,309 @@
+//! The one egress decision: "may this bottle reach HOST:PORT now, and by which grant?",
+//! asked by every enforcement point (`supervise check egress`, the Squid helper, later the
+//! console), plus what the proxy's helper writes back: a `grant-used` event (at most once a
+//! minute per grant) and an `observed` proposal for a connection it refused.
+//!
+//! Matching lives here and nowhere else: a grant's host equals the destination's, or is
+//! `*.domain` and the destination is a name under `domain` (never `domain` itself, never an
+//! IP address); the ports are equal; a grant ended (revoked, expired, bottle removed) or past
+//! its `expires_at` never counts. Destinations are normalised by the proposals' own rule
+//! ([`crate::change::normalise_host`]), so `PyPI.org.` is `pypi.org`.
+
+use std::time::Duration;
+
+use serde_json::json;
+use sqlx::sqlite::SqliteConnection;
+use tracing::instrument;
+
+use super::Store;
+use super::bottles::{live_bottle_by_ip, live_bottle_by_slug};
+use super::file::Identity;
+use super::proposals::{prepare, propose_in};
+use super::rows::{self, GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
+use super::trail::{NewEvent, actor_bottle, record};
+use crate::change::{self, normalise_host};
+use crate::error::StoreResult;
+use crate::model::{
+    Bottle, BottleRef, DenyReason, EgressDecision, EventKind, Flag, Grant, Kind, NewProposal,
+    Proposed, Timestamp,
+};
+
+/// At most one `grant-used` event per grant in this interval.
+pub const GRANT_USE_EVERY: Duration = Duration::from_secs(60);
+
+/// Destinations the helper never files an `observed` proposal for: the host itself, the
+/// link-local network and the cloud metadata service are never what an agent should be
+/// offered with one command.
+const NEVER_OBSERVED: [Flag; 3] = [Flag::CloudMetadata, Flag::LinkLocal, Flag::Loopback];
+
+impl Store {
+    /// May `bottle` reach `host:port` now? One read transaction over the bottle registry, the
+    /// bottle's egress grants in force and, when none covers the destination, its undecided
+    /// egress proposals (to name one that asks for it). An exact grant is preferred to a
+    /// wildcard, then the one lasting longest.
+    #[instrument(skip(self), err, level = "debug")]
+    pub async fn egress_decision(
+        &self,
+        bottle: BottleRef<'_>,
+        host: &str,
+        port: u16,
+    ) -> StoreResult<EgressDecision> {
+        let now = Timestamp::now();
+        let mut tx = self.inner.pool.begin().await?;
+        let found = match bottle {
+            BottleRef::Slug(slug) => live_bottle_by_slug(&mut tx, slug).await?,
+            BottleRef::Ip(ip) => live_bottle_by_ip(&mut tx, ip).await?,
+        };
+        let denied = |bottle: Option<Bottle>, host: String, reason| EgressDecision::Denied {
+            bottle,
+            host,
+            port,
+            reason,
+            proposal_id: None,
+        };
+        let host = match destination(host, port) {
+            Ok(h) => h,
+            Err(why) => {
+                return Ok(denied(
+                    found,
+                    host.to_string(),
+                    DenyReason::InvalidDestination(why),
+                ));
+            }
+        };
+        let Some(bottle) = found else {
+            return Ok(denied(None, host, DenyReason::UnknownBottle));
+        };
+        let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{GRANT_COLUMNS} WHERE g.bottle_id = ? AND g.kind = 'egress' AND g.ended_at IS NULL \
+             AND (g.expires_at IS NULL OR g.expires_at > ?) ORDER BY g.created_at"
+        )))
+        .bind(bottle.id.get())
+        .bind(now.as_str())
+        .fetch_all(&mut *tx)
+        .await?;
+        let grants: Vec<Grant> = rows::all(grants)?;
+        if let Some(grant) = best_grant(grants, &host, port) {
+            return Ok(EgressDecision::Allowed {
+                bottle,
+                host,
+                port,
+                grant,
+            });
+        }
+        let proposal_id = undecided_for(&mut tx, &bottle, &host, port, &now).await?;
+        Ok(EgressDecision::Denied {
+            bottle: Some(bottle),
+            host,
+            port,
+            reason: DenyReason::NoGrant,
+            proposal_id,
+        })
+    }
+
+    /// Records that `grant` let `bottle` through to `host:port`: a `grant-used` event, unless
+    /// one was recorded for the grant within [`GRANT_USE_EVERY`]. Returns whether it wrote.
+    /// One write transaction.
+    #[instrument(skip(self, bottle, grant), fields(grant = %grant.id), err)]
+    pub async fn record_grant_use(
+        &self,
+        bottle: &Bottle,
+        grant: &Grant,
+        host: &str,
+        port: u16,
+    ) -> StoreResult<bool> {
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let last: Option<String> = sqlx::query_scalar(
+            "SELECT at FROM events WHERE proposal_id = ? AND event = 'grant-used' \
+             ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(grant.proposal_id.as_str())
+        .fetch_optional(w.conn())
+        .await?;
+        let since = Timestamp::before(GRANT_USE_EVERY);
+        if last.is_some_and(|at| at.as_str() > since.as_str()) {
+            return Ok(false);
+        }
+        let actor = actor_bottle(&bottle.slug);
+        let change = grant.change.to_string();
+        let note = format!("{}:{port}", host_text(host));
+        record(
+            w.conn(),
+            &now,
+            NewEvent {
+                bottle_id: Some(bottle.id),
+                proposal_id: Some(&grant.proposal_id),
+                grant_id: Some(&grant.id),
+                kind: Some(Kind::Egress),
+                change: Some(&change),
+                note: Some(&note),
+                ..NewEvent::new(EventKind::GrantUsed, &actor)
+            },
+        )
+        .await?;
+        w.commit().await?;
+        Ok(true)
+    }
+
+    /// Files (or counts a hit on) an `egress` proposal flagged `observed` for a connection
+    /// the proxy refused, so the operator can approve what the bottle actually tried. Like
+    /// any proposal it coalesces with an identical undecided one, meets the rejection
+    /// cooldown and the pending cap. `Ok(None)`: not filed, because the destination is the
+    /// cloud metadata service, link-local or loopback.
+    #[instrument(skip(self, bottle), fields(bottle = %bottle.slug), err)]
+    pub async fn propose_observed(
+        &self,
+        bottle: &Bottle,
+        host: &str,
+        port: u16,
+    ) -> StoreResult<Option<Proposed>> {
+        let mut p = prepare(NewProposal {
+            bottle_id: bottle.id,
+            kind: Kind::Egress,
+            change: json!({ "host": host, "port": port }),
+            justification: format!(
+                "observed: the egress proxy refused a connection from this bottle to {}:{port} \
+                 (no grant in force); filed by the proxy's helper, not by the agent",
+                host_text(host)
+            ),
+        })?;
+        if change::flags(Kind::Egress, &p.change)
+            .iter()
+            .any(|f| NEVER_OBSERVED.contains(f))
+        {
+            return Ok(None);
+        }
+        p.observed = true;
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let out = propose_in(w.conn(), &self.inner.limits, p, &now).await?;
+        w.commit().await?;
+        out.map(Some)
+    }
+
+    /// Whether the path still names the file this store opened (one `stat`): a long-lived
+    /// reader (the proxy's helper) reopens when the file was moved away or replaced.
+    pub fn still_at_path(&self) -> bool {
+        Identity::of(&self.inner.path).is_ok_and(|now| now == self.inner.identity)
+    }
+}
+
+/// The destination's host, normalised, or why it cannot be one.
+fn destination(host: &str, port: u16) -> Result<String, String> {
+    if port == 0 {
+        return Err("port 0".into());
+    }
+    let host = normalise_host(host).map_err(|e| e.to_string())?;
+    if host.starts_with("*.") {
+        return Err("a destination is one host, not a wildcard".into());
+    }
+    Ok(host)
+}
+
+/// IPv6 destinations in brackets, so `HOST:PORT` reads unambiguously.
+fn host_text(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+/// Whether a granted (or proposed) host covers the destination `host`: equal, or `*.domain`
+/// with `host` a name under `domain` (not `domain` itself, not an IP address).
+pub(crate) fn covers(granted: &str, host: &str) -> bool {
+    if granted == host {
+        return true;
+    }
+    let Some(domain) = granted.strip_prefix("*.") else {
+        return false;
+    };
+    if host.parse::<std::net::IpAddr>().is_ok() {
+        return false;
+    }
+    host.len() > domain.len() + 1
+        && host.ends_with(domain)
+        && host.as_bytes()[host.len() - domain.len() - 1] == b'.'
+}
+
+/// Host and port of an egress change.
+fn host_port(change: &serde_json::Value) -> Option<(&str, u64)> {
+    Some((change.get("host")?.as_str()?, change.get("port")?.as_u64()?))
+}
+
+fn best_grant(grants: Vec<Grant>, host: &str, port: u16) -> Option<Grant> {
+    grants
+        .into_iter()
+        .filter(|g| {
+            host_port(&g.change).is_some_and(|(h, p)| p == u64::from(port) && covers(h, host))
+        })
+        .max_by_key(|g| {
+            let exact = host_port(&g.change).is_some_and(|(h, _)| h == host);
+            // `None` (until revoked) outlasts every time; later times are larger text.
+            let ends = g.expires_at.as_ref().map(|t| t.as_str().to_string());
+            (exact, ends.is_none(), ends)
+        })
+}
+
+/// The bottle's undecided egress proposal asking for the destination, exactly or with a
+/// wildcard covering it (exact first), if any.
+async fn undecided_for(
+    conn: &mut SqliteConnection,
+    bottle: &Bottle,
+    host: &str,
+    port: u16,
+    now: &Timestamp,
+) -> StoreResult<Option<crate::model::ProposalId>> {
+    let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.kind = 'egress' AND p.status = 'pending' \
+         AND (p.expires_at IS NULL OR p.expires_at > ?) ORDER BY p.created_at"
+    )))
+    .bind(bottle.id.get())
+    .bind(now.as_str())
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut covering = None;
+    for row in rows {
+        let p = row.at(now)?;
+        let Some((h, pp)) = host_port(&p.change) else {
+            continue;
+        };
+        if pp != u64::from(port) || !covers(h, host) {
+            continue;
+        }
+        if h == host {
+            return Ok(Some(p.id));
+        }
+        covering.get_or_insert(p.id);
+    }
+    Ok(covering)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_cover_names_under_the_domain_only() {
+        assert!(covers("pypi.org", "pypi.org"));
+        assert!(!covers("pypi.org", "files.pypi.org"));
+        assert!(covers("*.example.test", "a.example.test"));
+        assert!(covers("*.example.test", "a.b.example.test"));
+        assert!(!covers("*.example.test", "example.test"));
+        assert!(!covers("*.example.test", "badexample.test"));
+        assert!(!covers("*.example.test", "a.example.test.evil"));
+        assert!(!covers("*.0.1", "10.0.0.1"), "never an IP address");
+        assert!(!covers("*.example.test", ".example.test"));
+    }
+
+    #[test]
+    fn destinations_are_normalised_like_proposals() {
+        assert_eq!(destination("PyPI.org.", 443).unwrap(), "pypi.org");
+        assert_eq!(destination("[::1]", 80).unwrap(), "::1");
+        assert!(destination("*.example.test", 443).is_err());
+        assert!(destination("a.test", 0).is_err());
+        assert!(destination("a b", 443).is_err());
+        assert_eq!(host_text("::1"), "[::1]");
+    }
+}

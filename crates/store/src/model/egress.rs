@@ -1,0 +1,89 @@
+//! What the egress decision answers: which bottle asks, and "allowed, by this grant" or
+//! "not allowed, because …", with the undecided proposal that asks for it if there is one.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use super::{Bottle, Grant, ProposalId};
+
+/// The bottle a question is about: by slug (the operator's `check`) or by the source
+/// address its connections come from (the proxy's helper).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BottleRef<'a> {
+    Slug(&'a str),
+    Ip(IpAddr),
+}
+
+impl fmt::Display for BottleRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BottleRef::Slug(s) => write!(f, "bottle {s}"),
+            BottleRef::Ip(ip) => write!(f, "address {ip}"),
+        }
+    }
+}
+
+/// The answer to "may this bottle reach HOST:PORT now?".
+#[derive(Debug, Clone, PartialEq)]
+pub enum EgressDecision {
+    /// A grant in force covers the destination.
+    Allowed {
+        bottle: Bottle,
+        /// The destination as normalised (lower case, no trailing dot, canonical IP text).
+        host: String,
+        port: u16,
+        /// The grant that allows it: its id, its change (the host may be `*.domain`) and
+        /// when it ends (`expires_at`; `None`: until revoked).
+        grant: Grant,
+    },
+    /// Nothing allows it.
+    Denied {
+        /// The bottle, when one is registered under the slug or address.
+        bottle: Option<Bottle>,
+        /// The destination as normalised, or as given when it is not a valid host.
+        host: String,
+        port: u16,
+        reason: DenyReason,
+        /// An undecided proposal of this bottle that asks for the destination (exactly, or
+        /// with a wildcard covering it): approving it is the operator's one command.
+        proposal_id: Option<ProposalId>,
+    },
+}
+
+impl EgressDecision {
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, EgressDecision::Allowed { .. })
+    }
+}
+
+/// Why a destination is not allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DenyReason {
+    /// No live bottle has the slug or the address.
+    UnknownBottle,
+    /// The host or port cannot be a destination (the message says why).
+    InvalidDestination(String),
+    /// No grant in force covers the host and port (none was made, or each ended).
+    NoGrant,
+}
+
+impl DenyReason {
+    /// A short stable name for JSON: `unknown-bottle`, `invalid-destination`, `no-grant`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DenyReason::UnknownBottle => "unknown-bottle",
+            DenyReason::InvalidDestination(_) => "invalid-destination",
+            DenyReason::NoGrant => "no-grant",
+        }
+    }
+}
+
+impl fmt::Display for DenyReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DenyReason::UnknownBottle => f.write_str("no bottle is registered there"),
+            DenyReason::InvalidDestination(why) => write!(f, "not a valid destination: {why}"),
+            DenyReason::NoGrant => f.write_str("no grant in force covers it"),
+        }
+    }
+}
