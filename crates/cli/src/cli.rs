@@ -137,17 +137,58 @@ Examples:
     )]
     Bottle(BottleCommand),
 
-    /// The grants in force for a bottle, with time left
+    /// The grants in force for a bottle (or every bottle), with time left and last use
     #[command(after_help = "\
 Examples:
   supervise policy demo
-  supervise policy demo --json | jq '.grants[] | {id, change, seconds_left}'")]
+  supervise policy demo --json | jq '.grants[] | {id, change, seconds_left, last_used_at}'
+  supervise policy --all --json   # every bottle, with its address, for other proxies")]
     Policy {
         /// The bottle's slug
-        slug: String,
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        slug: Option<String>,
+        /// Every live bottle with its address and grants in force
+        #[arg(long)]
+        all: bool,
         /// Print one JSON document instead of text
         #[arg(long)]
         json: bool,
+    },
+
+    /// Ask the egress decision the proxy asks: may a bottle reach HOST[:PORT] now?
+    #[command(
+        subcommand,
+        after_help = "\
+Exit codes: 0 allowed, 1 not allowed (or no database), 2 usage.
+
+Examples:
+  supervise check egress --bottle demo pypi.org          # port 443
+  supervise check egress --ip 10.0.3.2 a.example.com:8443 --json"
+    )]
+    Check(CheckCommand),
+
+    /// The Squid external_acl_type helper: answers OK/ERR per lookup from the grants in force
+    #[command(after_help = "\
+Reads `[CHANNEL] SRC HOST PORT` lines (squid.conf `%SRC %DST %PORT`, with or without
+concurrency=; further fields are ignored) and answers `[CHANNEL] OK` or
+`[CHANNEL] ERR message=\"...\"` per line, in order, until stdin closes. The database is
+read as it is at each lookup and never created; a busy or missing one is answered ERR.
+
+Examples:
+  # squid.conf
+  external_acl_type supervise ttl=5 negative_ttl=5 children-max=4 %SRC %DST %PORT \\
+      /usr/local/bin/supervise --db /var/lib/supervise/supervise.db squid-acl --propose-on-deny --record-use
+  acl supervised external supervise
+  http_access allow supervised
+  http_access deny all")]
+    SquidAcl {
+        /// File (or count a hit on) an `observed` egress proposal for a refused connection
+        #[arg(long)]
+        propose_on_deny: bool,
+        /// Record `grant-used` when a grant lets a connection through (at most once a
+        /// minute per grant)
+        #[arg(long)]
+        record_use: bool,
     },
 
     /// End a grant now
@@ -226,6 +267,25 @@ pub struct BulkArgs {
     /// With --bottle: print what would be decided, change nothing
     #[arg(long, requires = "bottle")]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CheckCommand {
+    /// May the bottle reach HOST[:PORT] (default port 443) through the egress proxy now?
+    Egress {
+        /// The bottle, by slug
+        #[arg(long, value_name = "SLUG", required_unless_present = "ip", conflicts_with = "ip")]
+        bottle: Option<String>,
+        /// The bottle, by the source address its connections come from
+        #[arg(long, value_name = "IP")]
+        ip: Option<std::net::IpAddr>,
+        /// The destination: host, host:port, [ipv6]:port
+        #[arg(value_name = "HOST[:PORT]", value_parser = crate::cmd::check::parse_target)]
+        target: crate::cmd::check::Target,
+        /// Print one JSON document instead of text
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

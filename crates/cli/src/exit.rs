@@ -15,6 +15,19 @@ pub const REFUSED: u8 = 1;
 /// that is not a JSON object and a `--for` that is not a duration). clap reports these.
 pub const USAGE: u8 = 2;
 
+/// `check` found the answer is no: it has printed why on stdout, so `main` exits
+/// [`REFUSED`] without an `error:` line.
+#[derive(Debug)]
+pub struct NotAllowed;
+
+impl std::fmt::Display for NotAllowed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not allowed")
+    }
+}
+
+impl std::error::Error for NotAllowed {}
+
 /// Whether `err` is (or was caused by) writing to a closed pipe.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {

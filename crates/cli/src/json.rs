@@ -126,6 +126,9 @@ pub struct GrantView {
     pub expires_at: Option<Timestamp>,
     /// Whole seconds left; `null` when the grant lasts until revoked.
     pub seconds_left: Option<i64>,
+    /// The last `grant-used` the proxy's helper recorded (`squid-acl --record-use`);
+    /// `null`: none recorded.
+    pub last_used_at: Option<Timestamp>,
 }
 
 impl From<&Grant> for GrantView {
@@ -140,6 +143,7 @@ impl From<&Grant> for GrantView {
             created_at: g.created_at.clone(),
             expires_at: g.expires_at.clone(),
             seconds_left: g.expires_at.as_ref().map(|t| t.seconds_until().max(0)),
+            last_used_at: g.last_used_at.clone(),
         }
     }
 }
@@ -149,6 +153,21 @@ impl From<&Grant> for GrantView {
 pub struct GrantList {
     pub bottle: String,
     pub grants: Vec<GrantView>,
+}
+
+/// One bottle of `policy --all --json`: where its connections come from and what they may
+/// reach.
+#[derive(Debug, Serialize)]
+pub struct BottlePolicy {
+    pub slug: String,
+    pub ip: String,
+    pub grants: Vec<GrantView>,
+}
+
+/// `policy --all --json`: every live bottle, with no grants as an empty list.
+#[derive(Debug, Serialize)]
+pub struct PolicyAll {
+    pub bottles: Vec<BottlePolicy>,
 }
 
 #[derive(Debug, Serialize)]

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{BottleCommand, Cli, Command};
+use crate::cli::{BottleCommand, CheckCommand, Cli, Command};
 use crate::cmd::Ctx;
 use crate::cmd::decide::Action;
 use crate::render::Style;
@@ -49,6 +49,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::from(exit::SUCCESS),
         Err(err) if exit::is_broken_pipe(&err) => ExitCode::from(exit::SUCCESS),
+        Err(err) if err.downcast_ref::<exit::NotAllowed>().is_some() => {
+            ExitCode::from(exit::REFUSED)
+        }
         Err(err) => {
             eprintln!("error: {}", exit::message(&err));
             ExitCode::from(exit::REFUSED)
@@ -73,6 +76,16 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
         }
         Command::Bottle(BottleCommand::Add { slug, ip }) => {
             cmd::bottle::add(&ctx, &slug, ip, out).await
+        }
+        Command::SquidAcl {
+            propose_on_deny,
+            record_use,
+        } => {
+            let options = cmd::squid::Options {
+                propose_on_deny,
+                record_use,
+            };
+            cmd::squid::run(&ctx, options, out).await
         }
         command => {
             let store = ctx.open().await?;
@@ -164,10 +177,23 @@ async fn dispatch(
         Command::Bottle(BottleCommand::Rm { slug }) => {
             cmd::bottle::remove(ctx, store, &slug, out).await
         }
-        Command::Bottle(BottleCommand::Add { .. }) | Command::Completions { .. } => {
+        Command::Bottle(BottleCommand::Add { .. })
+        | Command::Completions { .. }
+        | Command::SquidAcl { .. } => {
             unreachable!("handled before the database is opened")
         }
-        Command::Policy { slug, json } => cmd::policy::show(ctx, store, &slug, json, out).await,
+        Command::Policy { slug: None, json, .. } => cmd::policy::all(ctx, store, json, out).await,
+        Command::Policy {
+            slug: Some(slug),
+            json,
+            ..
+        } => cmd::policy::show(ctx, store, &slug, json, out).await,
+        Command::Check(CheckCommand::Egress {
+            bottle,
+            ip,
+            target,
+            json,
+        }) => cmd::check::egress(ctx, store, bottle.as_deref(), ip, &target, json, out).await,
         Command::Revoke { grant_id } => cmd::policy::revoke(ctx, store, &grant_id, out).await,
         Command::Audit { bottle, json } => {
             cmd::audit::run(ctx, store, bottle.as_deref(), json, out).await

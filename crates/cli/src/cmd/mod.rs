@@ -3,11 +3,13 @@
 
 pub mod audit;
 pub mod bottle;
+pub mod check;
 pub mod decide;
 pub mod list;
 pub mod policy;
 pub mod queue;
 pub mod show;
+pub mod squid;
 pub mod watch;
 
 use std::io::Write;

@@ -1,4 +1,5 @@
-//! `supervise policy SLUG` (the grants in force, with time left) and `revoke GRANT_ID`.
+//! `supervise policy SLUG` and `policy --all` (the grants in force, with time left and last
+//! use) and `revoke GRANT_ID`.
 
 use std::io::Write;
 
@@ -6,7 +7,8 @@ use anyhow::Result;
 use supervise_store::Store;
 
 use super::{Ctx, print_json};
-use crate::json::{GrantList, GrantView};
+use crate::json::{BottlePolicy, GrantList, GrantView, PolicyAll};
+use supervise_store::Grant;
 use crate::render::{self, Cell, Color, Table};
 
 pub async fn show(
@@ -28,20 +30,95 @@ pub async fn show(
         writeln!(out, "no grants in force for bottle {slug}")?;
         return Ok(());
     }
-    let mut t = Table::new(vec!["GRANT", "KIND", "CHANGE", "GRANTED BY", "AGE", "LEFT"]);
+    let mut t = Table::new(vec![
+        "GRANT",
+        "KIND",
+        "CHANGE",
+        "GRANTED BY",
+        "AGE",
+        "LEFT",
+        "LAST USE",
+    ]);
     for g in &grants {
-        let left = match &g.expires_at {
-            Some(exp) => Cell::colored(render::time_left(exp), Color::Yellow),
-            None => Cell::new("until revoked"),
+        t.push(grant_cells(g));
+    }
+    for line in t.render(ctx.style, ctx.width) {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// One grant's row: id, kind, change, granter, age, time left, last recorded use.
+fn grant_cells(g: &Grant) -> Vec<Cell> {
+    let left = match &g.expires_at {
+        Some(exp) => Cell::colored(render::time_left(exp), Color::Yellow),
+        None => Cell::new("until revoked"),
+    };
+    let used = match &g.last_used_at {
+        Some(at) => Cell::new(format!("{} ago", render::age(at))),
+        None => Cell::colored("-", Color::Dim),
+    };
+    vec![
+        Cell::colored(g.id.as_str(), Color::Cyan),
+        Cell::new(g.kind.as_str()),
+        Cell::new(render::change_text(g.kind.as_str(), &g.change)),
+        Cell::new(render::one_line(&g.granted_by)),
+        Cell::new(render::age(&g.created_at)),
+        left,
+        used,
+    ]
+}
+
+/// `policy --all`: every live bottle with its address and grants in force.
+pub async fn all(ctx: &Ctx, store: &Store, json: bool, out: &mut dyn Write) -> Result<()> {
+    let policy = store.policy_all().await?;
+    if json {
+        let doc = PolicyAll {
+            bottles: policy
+                .iter()
+                .map(|(b, grants)| BottlePolicy {
+                    slug: b.slug.clone(),
+                    ip: b.ip.to_string(),
+                    grants: grants.iter().map(GrantView::from).collect(),
+                })
+                .collect(),
         };
-        t.push(vec![
-            Cell::colored(g.id.as_str(), Color::Cyan),
-            Cell::new(g.kind.as_str()),
-            Cell::new(render::change_text(g.kind.as_str(), &g.change)),
-            Cell::new(render::one_line(&g.granted_by)),
-            Cell::new(render::age(&g.created_at)),
-            left,
-        ]);
+        return print_json(out, &doc);
+    }
+    if policy.is_empty() {
+        writeln!(out, "no bottles registered")?;
+        return Ok(());
+    }
+    let mut t = Table::new(vec![
+        "BOTTLE",
+        "IP",
+        "GRANT",
+        "KIND",
+        "CHANGE",
+        "GRANTED BY",
+        "AGE",
+        "LEFT",
+        "LAST USE",
+    ]);
+    for (b, grants) in &policy {
+        let head = || {
+            vec![
+                Cell::new(render::one_line(&b.slug)),
+                Cell::new(b.ip.to_string()),
+            ]
+        };
+        if grants.is_empty() {
+            let mut row = head();
+            row.push(Cell::colored("(no grants)", Color::Dim));
+            row.extend((0..6).map(|_| Cell::new("")));
+            t.push(row);
+        }
+        for g in grants {
+            let mut row = head();
+            row.extend(grant_cells(g));
+            t.push(row);
+        }
     }
     for line in t.render(ctx.style, ctx.width) {
         writeln!(out, "{line}")?;
