@@ -11,6 +11,7 @@ mod bottles;
 mod bulk;
 mod database;
 mod decide;
+mod egress;
 mod flags;
 mod grants;
 mod invocation;
