@@ -274,7 +274,12 @@ pub enum CheckCommand {
     /// May the bottle reach HOST[:PORT] (default port 443) through the egress proxy now?
     Egress {
         /// The bottle, by slug
-        #[arg(long, value_name = "SLUG", required_unless_present = "ip", conflicts_with = "ip")]
+        #[arg(
+            long,
+            value_name = "SLUG",
+            required_unless_present = "ip",
+            conflicts_with = "ip"
+        )]
         bottle: Option<String>,
         /// The bottle, by the source address its connections come from
         #[arg(long, value_name = "IP")]

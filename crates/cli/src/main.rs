@@ -182,7 +182,9 @@ async fn dispatch(
         | Command::SquidAcl { .. } => {
             unreachable!("handled before the database is opened")
         }
-        Command::Policy { slug: None, json, .. } => cmd::policy::all(ctx, store, json, out).await,
+        Command::Policy {
+            slug: None, json, ..
+        } => cmd::policy::all(ctx, store, json, out).await,
         Command::Policy {
             slug: Some(slug),
             json,

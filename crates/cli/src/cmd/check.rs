@@ -198,7 +198,15 @@ mod tests {
         assert_eq!(t("[::1]:8080"), Ok(("::1".into(), 8080)));
         assert_eq!(t("[::1]"), Ok(("::1".into(), 443)));
         assert_eq!(t("::1"), Ok(("::1".into(), 443)));
-        for bad in ["pypi.org:0", "pypi.org:70000", "pypi.org:x", "[::1", "*.a.test", "a b", ""] {
+        for bad in [
+            "pypi.org:0",
+            "pypi.org:70000",
+            "pypi.org:x",
+            "[::1",
+            "*.a.test",
+            "a b",
+            "",
+        ] {
             assert!(parse_target(bad).is_err(), "{bad:?}");
         }
     }

@@ -8,8 +8,8 @@ use supervise_store::Store;
 
 use super::{Ctx, print_json};
 use crate::json::{BottlePolicy, GrantList, GrantView, PolicyAll};
-use supervise_store::Grant;
 use crate::render::{self, Cell, Color, Table};
+use supervise_store::Grant;
 
 pub async fn show(
     ctx: &Ctx,

@@ -4,6 +4,8 @@
 //! lines each get one answer, in order; the database is read at each lookup and never
 //! created. `squid` runs the helper under a real Squid.
 
+mod squid;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::Duration;
