@@ -43,6 +43,30 @@ pub(crate) fn describe(kind: Kind, change: &Value) -> String {
     }
 }
 
+/// What the agent can rely on after an approval: where the grant takes effect and until
+/// when ("egress to pypi.org:443 is allowed through the proxy from now on, until 18:00 UTC").
+fn relied_on(kind: Kind, granted: &str, d: Option<&supervise_store::Decision>) -> String {
+    let through = match kind {
+        Kind::Egress => "the proxy",
+        Kind::GitPush => "the git gate",
+    };
+    let until = match d.and_then(|d| d.grant_expires_at.as_ref()) {
+        None => "until revoked".to_string(),
+        Some(t) => {
+            // RFC 3339 with milliseconds: 2026-12-01T18:00:05.000Z.
+            let (date, time) = (t.get(..10).unwrap_or(t), t.get(11..19).unwrap_or(""));
+            let time = time.strip_suffix(":00").unwrap_or(time);
+            let today = supervise_store::Timestamp::now();
+            if today.get(..10) == Some(date) {
+                format!("until {time} UTC")
+            } else {
+                format!("until {date} {time} UTC")
+            }
+        }
+    };
+    format!("{granted} is allowed through {through} from now on, {until}")
+}
+
 fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -133,7 +157,7 @@ pub(crate) fn delivered(p: &Proposal) -> Answer {
             "approved",
             p,
             format!("Proposal {} ({what}) was approved{by}.{note}", p.id),
-            format!("{what} is now allowed; go ahead."),
+            format!("{}; go ahead.", relied_on(p.kind, &what, d)),
         ),
         Status::Modified => {
             let granted = d
@@ -148,7 +172,10 @@ pub(crate) fn delivered(p: &Proposal) -> Answer {
                      {granted} instead.{note}",
                     p.id
                 ),
-                format!("{granted} is now allowed (not {what}); adapt to it."),
+                format!(
+                    "{} (not {what}); adapt to it.",
+                    relied_on(p.kind, &granted, d)
+                ),
             )
         }
         Status::Rejected => {
@@ -390,6 +417,37 @@ mod tests {
         let r = a.into_result(ProtocolVersion::V2025_03_26);
         assert!(r.structured_content.is_none());
         assert_eq!(r.is_error, Some(true));
+    }
+
+    #[test]
+    fn approvals_say_what_the_agent_can_rely_on() {
+        let d = |exp: Option<&str>| supervise_store::Decision {
+            change: None,
+            note: None,
+            decided_by: "op".into(),
+            decided_at: supervise_store::Timestamp::now(),
+            grant_id: None,
+            grant_expires_at: exp.map(|e| e.parse().unwrap()),
+        };
+        let what = "egress to pypi.org:443";
+        assert_eq!(
+            relied_on(Kind::Egress, what, Some(&d(None))),
+            "egress to pypi.org:443 is allowed through the proxy from now on, until revoked"
+        );
+        assert_eq!(
+            relied_on(
+                Kind::Egress,
+                what,
+                Some(&d(Some("2999-01-02T18:00:00.000Z")))
+            ),
+            "egress to pypi.org:443 is allowed through the proxy from now on, until 2999-01-02 18:00 UTC"
+        );
+        let today = &supervise_store::Timestamp::now()[..10];
+        let at = format!("{today}T18:00:05.000Z");
+        assert!(
+            relied_on(Kind::GitPush, "push of x to origin", Some(&d(Some(&at))))
+                .ends_with("through the git gate from now on, until 18:00:05 UTC")
+        );
     }
 
     #[test]

@@ -78,7 +78,7 @@ async fn grace_zero_answers_pending_then_check_delivers_the_decision_once() {
     );
     let t = text(&r);
     assert!(t.lines().last().unwrap().starts_with("Next: "), "{t}");
-    assert!(t.contains("now allowed"), "{t}");
+    assert!(t.contains("allowed through the proxy from now on"), "{t}");
 
     // Delivered once: the second poll is unknown.
     let r = call(&client, "check-proposal", json!({"proposal_id": id})).await;
