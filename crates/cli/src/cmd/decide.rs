@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use serde_json::{Map, Value};
-use supervise_store::{Kind, Proposal, StatusFilter, Store, StoreError, Verdict, clock};
+use supervise_store::{Flag, Kind, Proposal, StatusFilter, Store, StoreError, Verdict, clock};
 
 use super::Ctx;
 use crate::cli::BulkArgs;
@@ -156,7 +156,9 @@ pub async fn bulk(
             kind,
             render::change_text(kind.as_str(), &p.change)
         );
-        if !p.flags.is_empty() && !bulk.include_flagged {
+        // `observed` says who filed it (the proxy), not that the change is risky.
+        let risky = p.flags.iter().any(|f| *f != Flag::Observed);
+        if risky && !bulk.include_flagged {
             skipped += 1;
             writeln!(
                 out,

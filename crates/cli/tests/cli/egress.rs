@@ -222,6 +222,29 @@ fn propose_on_deny_files_observed_proposals_and_record_use_shows_in_policy() {
 }
 
 #[test]
+fn observed_proposals_are_not_skipped_as_risky_by_a_bulk_approve() {
+    let env = Env::new();
+    let mut h = Helper::start(&env.db, &["--propose-on-deny"]);
+    assert!(h.ask("10.9.0.2 a.pypi.org 443").starts_with("ERR"));
+    assert!(h.ask("10.9.0.2 b.pypi.org 22").starts_with("ERR"));
+    h.finish();
+    let out = env.ok(&[
+        "approve",
+        "--bottle",
+        "demo",
+        "--kind",
+        "egress",
+        "--match",
+        "*.pypi.org",
+    ]);
+    assert!(out.contains("approved 1"), "{out}");
+    assert!(
+        out.contains("skipped 1"),
+        "unusual-port is still risky: {out}"
+    );
+}
+
+#[test]
 fn check_egress_exit_codes_text_and_json() {
     let env = Env::new();
     let id = env.egress("pypi.org", 443);
