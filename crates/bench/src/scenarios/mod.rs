@@ -3,11 +3,13 @@
 //!
 //! Families: [`baseline`] (bare hyper), [`propose`], [`poll`] (`check-pending`, `deliver`,
 //! `list`), [`hold`] (`hold`, `hold-bare`), [`wake`] (`wake`, `wake-burst`)
-//! and [`abuse`] (`garbage-batch`, `sigterm-stalled`: what hostile clients cost the server).
+//! [`abuse`] (`garbage-batch`, `sigterm-stalled`: what hostile clients cost the server) and
+//! [`egress`] (`squid-acl`: the Squid helper's lookups per second).
 
 mod abuse;
 mod baseline;
 mod ctx;
+mod egress;
 mod hold;
 mod poll;
 mod propose;
@@ -24,7 +26,7 @@ use crate::db;
 use crate::stats::Row;
 
 /// Every scenario, in the order they run.
-pub const ALL_SCENARIOS: [&str; 11] = [
+pub const ALL_SCENARIOS: [&str; 12] = [
     "baseline-sqlite",
     "baseline-http",
     "propose",
@@ -35,6 +37,7 @@ pub const ALL_SCENARIOS: [&str; 11] = [
     "hold",
     "wake",
     "garbage-batch",
+    "squid-acl",
     "sigterm-stalled",
 ];
 
@@ -232,6 +235,9 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
             Ok(found) => rows.extend(found.into_iter().map(|r| push(Ok(r), "", ""))),
             Err(e) => rows.push(push(Err(e), "garbage-batch", "2025-03-26")),
         }
+    }
+    if want("squid-acl") {
+        rows.push(push(egress::squid_acl(ctx).await, "squid-acl", "-"));
     }
     if want("sigterm-stalled") {
         let r = abuse::sigterm_stalled(ctx).await;
