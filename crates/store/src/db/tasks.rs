@@ -1,0 +1,178 @@
+//! Proposals filed as tasks (the 2026-07-28 tasks extension): opening a task on a filed
+//! proposal, reading it (the first read of an outcome delivers it), and cancelling it.
+//!
+//! Two facts are kept apart: the proposal's `archived_at` says its outcome reached the agent
+//! (after which `check-proposal` says `unknown`, as for every delivered proposal), and the
+//! `tasks` row says the outcome stays readable by `tasks/get` until `readable_until`. Only a
+//! task read ever returns an outcome a second time.
+
+use sqlx::sqlite::SqliteConnection;
+use tracing::instrument;
+
+use super::Store;
+use super::bottles::live_generation;
+use super::decisions::{deliver_in, withdraw_in};
+use super::proposals::{load_proposal, open_proposal_of};
+use super::rows::{TASK_COLUMNS, TaskRow};
+use crate::error::{StoreError, StoreResult};
+use crate::model::{BottleId, Delivery, Proposal, Status, Task, TaskRead, Timestamp};
+
+impl Store {
+    /// Opens the task for the bottle's own undecided proposal `id` (filed just before),
+    /// readable until the proposal's expiry. Filing the same change again as a task finds
+    /// the same task. [`StoreError::ProposalNotFound`] when `id` is not an open proposal of
+    /// this bottle.
+    #[instrument(skip(self), err)]
+    pub async fn open_task(&self, bottle_id: BottleId, id: &str) -> StoreResult<Task> {
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        live_generation(w.conn(), bottle_id).await?;
+        let p = open_proposal_of(w.conn(), bottle_id, id, &now)
+            .await?
+            .ok_or_else(|| StoreError::ProposalNotFound(id.into()))?;
+        sqlx::query(
+            "INSERT INTO tasks (proposal_id, bottle_id, created_at, readable_until) \
+             VALUES (?, ?, ?, ?) ON CONFLICT (proposal_id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(bottle_id.get())
+        .bind(now.as_str())
+        .bind(p.expires_at.as_ref().map(Timestamp::as_str))
+        .execute(w.conn())
+        .await?;
+        let task = task_of(w.conn(), bottle_id, id)
+            .await?
+            .ok_or_else(|| StoreError::ProposalNotFound(id.into()))?;
+        w.commit().await?;
+        Ok(task)
+    }
+
+    /// Reads the bottle's task `id`: `None` when it is not this bottle's task, or its
+    /// lifetime is over and its outcome was delivered. An outcome not delivered yet (decided
+    /// or expired) is delivered by this read, exactly once whoever else polls: archive plus
+    /// `delivered` event in one write transaction, as `take_decision` does. An undecided
+    /// proposal costs no write lock.
+    #[instrument(skip(self), err)]
+    pub async fn read_task(&self, bottle_id: BottleId, id: &str) -> StoreResult<Option<TaskRead>> {
+        let now = Timestamp::now();
+        let peek = {
+            let mut tx = self.inner.pool.begin().await?;
+            let found = readable(&mut tx, bottle_id, id, &now).await?;
+            tx.commit().await?;
+            found
+        };
+        let Some((task, proposal)) = peek else {
+            return Ok(None);
+        };
+        if !undelivered_outcome(&task, &proposal) {
+            return Ok(Some(TaskRead {
+                task,
+                proposal,
+                delivered_now: false,
+            }));
+        }
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        live_generation(w.conn(), bottle_id).await?;
+        let read = match deliver_in(w.conn(), bottle_id, id, &now).await? {
+            Delivery::Decided(p) | Delivery::Expired(p) => TaskRead {
+                task,
+                proposal: p,
+                delivered_now: true,
+            },
+            // Another reader delivered it in between: read it as it now is.
+            Delivery::Pending(_) | Delivery::Unknown => {
+                let p = load_proposal(w.conn(), id, &now)
+                    .await?
+                    .ok_or_else(|| StoreError::ProposalNotFound(id.into()))?;
+                TaskRead {
+                    task,
+                    proposal: p,
+                    delivered_now: false,
+                }
+            }
+        };
+        w.commit().await?;
+        if read.delivered_now {
+            tracing::info!(bottle = %read.proposal.bottle, proposal = %id, status = %read.proposal.status, "outcome delivered to its task");
+        }
+        Ok(Some(read))
+    }
+
+    /// Cancels the bottle's task `id`: an undecided proposal is withdrawn (`withdrawn`
+    /// event, actor the bottle) and the task marked cancelled; a task already terminal is
+    /// left as it is. `None` when it is not this bottle's task (as [`Store::read_task`]).
+    #[instrument(skip(self), err)]
+    pub async fn cancel_task(
+        &self,
+        bottle_id: BottleId,
+        id: &str,
+    ) -> StoreResult<Option<TaskRead>> {
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        live_generation(w.conn(), bottle_id).await?;
+        let Some((mut task, mut proposal)) = readable(w.conn(), bottle_id, id, &now).await? else {
+            return Ok(None);
+        };
+        if task.cancelled_at.is_none()
+            && proposal.status == Status::Pending
+            && proposal.archived_at.is_none()
+        {
+            proposal = withdraw_in(w.conn(), bottle_id, id, &now).await?;
+            sqlx::query("UPDATE tasks SET cancelled_at = ? WHERE proposal_id = ?")
+                .bind(now.as_str())
+                .bind(id)
+                .execute(w.conn())
+                .await?;
+            task.cancelled_at = Some(now.clone());
+            tracing::info!(bottle = %proposal.bottle, proposal = %id, "task cancelled; proposal withdrawn");
+        }
+        w.commit().await?;
+        Ok(Some(TaskRead {
+            task,
+            proposal,
+            delivered_now: false,
+        }))
+    }
+}
+
+/// A decided or expired proposal whose outcome no one has taken yet.
+fn undelivered_outcome(task: &Task, p: &Proposal) -> bool {
+    task.cancelled_at.is_none() && p.archived_at.is_none() && p.status != Status::Pending
+}
+
+/// The bottle's task `id` with its proposal, unless it is someone else's or its lifetime is
+/// over with nothing left to deliver.
+async fn readable(
+    conn: &mut SqliteConnection,
+    bottle_id: BottleId,
+    id: &str,
+    now: &Timestamp,
+) -> StoreResult<Option<(Task, Proposal)>> {
+    let Some(task) = task_of(conn, bottle_id, id).await? else {
+        return Ok(None);
+    };
+    let Some(p) = load_proposal(conn, id, now).await? else {
+        return Ok(None);
+    };
+    let over = task.readable_until.as_ref().is_some_and(|u| u < now);
+    if over && !undelivered_outcome(&task, &p) {
+        return Ok(None);
+    }
+    Ok(Some((task, p)))
+}
+
+async fn task_of(
+    conn: &mut SqliteConnection,
+    bottle_id: BottleId,
+    id: &str,
+) -> StoreResult<Option<Task>> {
+    let row: Option<TaskRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{TASK_COLUMNS} WHERE proposal_id = ? AND bottle_id = ?"
+    )))
+    .bind(id)
+    .bind(bottle_id.get())
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.map(Task::try_from).transpose()
+}
