@@ -30,6 +30,7 @@ mod http;
 mod methods;
 mod rpc;
 mod shutdown;
+mod task;
 mod tools;
 mod waiters;
 mod write_timeout;

@@ -299,7 +299,9 @@ async fn modern_request(
 }
 
 /// The 2026-07-28 request headers must mirror the body: `MCP-Protocol-Version` = `_meta`
-/// version, `Mcp-Method` = `method`, `Mcp-Name` = `params.name` for `tools/call`.
+/// version, `Mcp-Method` = `method`, `Mcp-Name` = `params.name` for `tools/call`, and
+/// `Mcp-Name`, when sent, = `params.taskId` for `tasks/get|cancel|update` (some clients
+/// send none there, which is tolerated).
 fn check_modern_headers(
     headers: &HeaderMap,
     header_version: Option<&str>,
@@ -347,6 +349,27 @@ fn check_modern_headers(
         if decoded != name {
             return Err(format!(
                 "Mcp-Name header {decoded:?} does not match body params.name {name:?}"
+            ));
+        }
+    }
+    if matches!(
+        req.method.as_str(),
+        methods::TASKS_GET | methods::TASKS_CANCEL | methods::TASKS_UPDATE
+    ) && let Some(raw) = headers.get(header::NAME)
+    {
+        let task_id = req
+            .params
+            .as_ref()
+            .and_then(|p| p.get("taskId"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let raw = raw
+            .to_str()
+            .map_err(|_| "Mcp-Name header is not visible ASCII".to_string())?;
+        let decoded = decode_header_value(raw).map_err(|e| format!("failed to {e}"))?;
+        if decoded != task_id {
+            return Err(format!(
+                "Mcp-Name header {decoded:?} does not match body params.taskId {task_id:?}"
             ));
         }
     }
