@@ -20,6 +20,7 @@
 
 mod answer;
 mod app;
+mod body;
 mod bottles;
 mod budget;
 mod config;
@@ -31,6 +32,7 @@ mod methods;
 mod rpc;
 mod shutdown;
 mod task;
+mod task_feed;
 mod tools;
 mod waiters;
 mod write_timeout;

@@ -4,23 +4,25 @@
 //! `tasks/cancel` → `cancelled`), and this module turns what the store holds into the wire
 //! task. The store decides what may be read (see `Store::read_task`).
 
+use std::time::Duration;
+
 use supervise_protocol::{CreateTaskResult, DetailedTask, ProtocolVersion, Task, TaskStatus};
 use supervise_store::{Proposal, Status, Task as StoredTask, TaskRead, Timestamp};
 
 use crate::answer;
-use crate::app::App;
 use crate::grace;
 
 /// The answer to a proposal call that asked for a task.
-pub(crate) fn created(app: &App, t: &StoredTask, p: &Proposal) -> CreateTaskResult {
-    CreateTaskResult::new(working(app, t, p))
+pub(crate) fn created(poll: Duration, t: &StoredTask, p: &Proposal) -> CreateTaskResult {
+    CreateTaskResult::new(working(poll, t, p))
 }
 
 /// The full task, as `tasks/get` returns it and `notifications/tasks` carries it.
-pub(crate) fn detailed(app: &App, read: &TaskRead, version: ProtocolVersion) -> DetailedTask {
+/// `poll` is the `pollIntervalMs` to suggest.
+pub(crate) fn detailed(poll: Duration, read: &TaskRead, version: ProtocolVersion) -> DetailedTask {
     let (t, p) = (&read.task, &read.proposal);
     if let Some(at) = &t.cancelled_at {
-        let mut task = base(app, t, TaskStatus::Cancelled, at);
+        let mut task = base(poll, t, TaskStatus::Cancelled, at);
         task.status_message = Some(format!(
             "Cancelled: proposal {} was withdrawn before an operator decided it.",
             p.id
@@ -28,7 +30,7 @@ pub(crate) fn detailed(app: &App, read: &TaskRead, version: ProtocolVersion) -> 
         return DetailedTask::new(task, None);
     }
     if p.status == Status::Pending {
-        return DetailedTask::new(working(app, t, p), None);
+        return DetailedTask::new(working(poll, t, p), None);
     }
     let updated = p
         .decision
@@ -36,7 +38,7 @@ pub(crate) fn detailed(app: &App, read: &TaskRead, version: ProtocolVersion) -> 
         .map(|d| &d.decided_at)
         .or(p.archived_at.as_ref())
         .unwrap_or(&t.created_at);
-    let mut task = base(app, t, TaskStatus::Completed, updated);
+    let mut task = base(poll, t, TaskStatus::Completed, updated);
     task.status_message = Some(format!("Proposal {} is {}.", p.id, p.status));
     let result = grace::outcome(p).into_result(version);
     DetailedTask::new(
@@ -45,8 +47,8 @@ pub(crate) fn detailed(app: &App, read: &TaskRead, version: ProtocolVersion) -> 
     )
 }
 
-fn working(app: &App, t: &StoredTask, p: &Proposal) -> Task {
-    let mut task = base(app, t, TaskStatus::Working, &t.created_at);
+fn working(poll: Duration, t: &StoredTask, p: &Proposal) -> Task {
+    let mut task = base(poll, t, TaskStatus::Working, &t.created_at);
     let flags = if p.flags.is_empty() {
         String::new()
     } else {
@@ -62,7 +64,7 @@ fn working(app: &App, t: &StoredTask, p: &Proposal) -> Task {
     task
 }
 
-fn base(app: &App, t: &StoredTask, status: TaskStatus, updated: &Timestamp) -> Task {
+fn base(poll: Duration, t: &StoredTask, status: TaskStatus, updated: &Timestamp) -> Task {
     let mut task = Task::new(
         t.proposal_id.as_str(),
         status,
@@ -73,7 +75,6 @@ fn base(app: &App, t: &StoredTask, status: TaskStatus, updated: &Timestamp) -> T
         let ms = (until.to_time() - t.created_at.to_time()).whole_milliseconds();
         u64::try_from(ms).unwrap_or(0)
     });
-    task.poll_interval_ms =
-        Some(u64::try_from(app.config.task_poll_interval.as_millis()).unwrap_or(u64::MAX));
+    task.poll_interval_ms = Some(u64::try_from(poll.as_millis()).unwrap_or(u64::MAX));
     task
 }

@@ -6,6 +6,7 @@ mod discover;
 mod empty;
 mod initialize;
 mod ping;
+pub(crate) mod subscriptions_listen;
 mod tasks_cancel;
 mod tasks_get;
 mod tasks_update;

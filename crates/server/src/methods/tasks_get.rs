@@ -18,7 +18,12 @@ pub(crate) async fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value,
         .await
         .map_err(|e| task_store_error(&e))?
         .ok_or_else(|| not_found(&params.task_id))?;
-    serde_json::to_value(task::detailed(ctx.app, &read, ctx.version)).map_err(ErrorObject::internal)
+    serde_json::to_value(task::detailed(
+        ctx.app.config.task_poll_interval,
+        &read,
+        ctx.version,
+    ))
+    .map_err(ErrorObject::internal)
 }
 
 /// The one error for a task the caller cannot see, whether it is another bottle's, unknown,

@@ -35,7 +35,7 @@ pub(crate) async fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value,
         Filed::Answer(a) => a,
         Filed::Task(t, p) => {
             tracing::debug!(tool = ?escape_untrusted(&params.name), "tool answered with a task");
-            return serde_json::to_value(task::created(ctx.app, &t, &p))
+            return serde_json::to_value(task::created(ctx.app.config.task_poll_interval, &t, &p))
                 .map_err(ErrorObject::internal);
         }
     };

@@ -407,3 +407,132 @@ async fn the_tasks_wire_rules_hold() {
         "{d}"
     );
 }
+
+// ---- subscriptions/listen (raw HTTP: rmcp's subscription filter has no taskIds) ---------
+
+/// Opens a `subscriptions/listen` stream from `source` for `ids`.
+async fn listen(server: &Server, source: &str, ids: &[&str]) -> reqwest::Response {
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
+        "notifications": {"taskIds": ids}, "_meta": meta(true)}});
+    http_from(source)
+        .post(server.url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("listen")
+}
+
+/// The next JSON-RPC message on an SSE stream (`None` once it ended), within `limit`.
+async fn next_message(
+    resp: &mut reqwest::Response,
+    buf: &mut String,
+    limit: std::time::Duration,
+) -> Option<Value> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(end) = buf.find("\n\n") {
+            let frame: String = buf.drain(..end + 2).collect();
+            let data = frame
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .expect("a data line");
+            return Some(serde_json::from_str(data).expect("JSON data"));
+        }
+        let chunk = tokio::time::timeout_at(deadline, resp.chunk())
+            .await
+            .expect("a message in time")
+            .expect("stream readable")?;
+        buf.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_stream_hears_its_own_task_within_a_second_of_a_cli_decision() {
+    let server = Server::start(&["--grace", "0"]);
+    let mine = raw_task(&server, ALPHA, "listen-mine.example").await;
+    let theirs = raw_task(&server, BETA, "listen-theirs.example").await;
+    let mut stream = listen(&server, ALPHA, &[&mine, &theirs]).await;
+    assert_eq!(stream.status(), 200);
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    let mut buf = String::new();
+
+    // Beta's task is decided first: alpha's stream hears nothing about it.
+    cli_ok(&server, &["approve", &theirs]);
+    let t0 = std::time::Instant::now();
+    cli_ok(&server, &["approve", &mine, "--note", "heard"]);
+    let decided = t0.elapsed();
+    let n = next_message(&mut stream, &mut buf, std::time::Duration::from_secs(3))
+        .await
+        .expect("a notification");
+    let heard = t0.elapsed();
+    assert_eq!(n["method"], "notifications/tasks", "{n}");
+    assert_eq!(
+        n["params"]["taskId"],
+        mine.as_str(),
+        "only its own task: {n}"
+    );
+    assert_eq!(n["params"]["status"], "completed");
+    assert_eq!(
+        n["params"]["result"]["structuredContent"]["status"],
+        "approved"
+    );
+    assert!(
+        heard - decided < std::time::Duration::from_secs(1),
+        "heard {:?} after the decision was committed",
+        heard - decided
+    );
+    // Every watched task of its own is terminal: the stream ends with its result.
+    let end = next_message(&mut stream, &mut buf, std::time::Duration::from_secs(3))
+        .await
+        .expect("the final result");
+    assert_eq!(end["id"], 9, "{end}");
+    assert_eq!(end["result"]["resultType"], "complete");
+    // The notification delivered the decision: the task keeps it, check-proposal does not.
+    let (_, again) = rpc(
+        &server,
+        ALPHA,
+        "tasks/get",
+        None,
+        json!({"taskId": mine}),
+        true,
+    )
+    .await;
+    assert_eq!(again["result"]["status"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_streams_count_as_waiting_calls_and_end_at_shutdown() {
+    let mut server = Server::start(&["--grace", "0", "--max-waiting-per-bottle", "1"]);
+    let id = raw_task(&server, ALPHA, "listen-budget.example").await;
+    let mut first = listen(&server, ALPHA, &[&id]).await;
+    assert_eq!(first.status(), 200);
+    let second = listen(&server, ALPHA, &[&id]).await;
+    assert_eq!(second.status(), 400);
+    let refusal: Value = second.json().await.unwrap();
+    assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+    // Another bottle has its own places.
+    let other = raw_task(&server, BETA, "listen-budget-beta.example").await;
+    assert_eq!(listen(&server, BETA, &[&other]).await.status(), 200);
+
+    server.terminate();
+    let mut buf = String::new();
+    let end = next_message(&mut first, &mut buf, std::time::Duration::from_secs(5))
+        .await
+        .expect("a final result at shutdown");
+    assert_eq!(end["id"], 9, "{end}");
+    assert!(
+        next_message(&mut first, &mut buf, std::time::Duration::from_secs(5))
+            .await
+            .is_none(),
+        "the stream ends"
+    );
+    assert!(
+        server
+            .wait_exit(std::time::Duration::from_secs(10))
+            .success()
+    );
+}
