@@ -536,3 +536,23 @@ async fn listen_streams_count_as_waiting_calls_and_end_at_shutdown() {
             .success()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_the_bottle_completes_its_listened_task_as_withdrawn() {
+    let server = Server::start(&["--grace", "0"]);
+    let id = raw_task(&server, ALPHA, "listen-removed.example").await;
+    let mut stream = listen(&server, ALPHA, &[&id]).await;
+    assert_eq!(stream.status(), 200);
+    cli_ok(&server, &["bottle", "rm", "alpha"]);
+    let mut buf = String::new();
+    let n = next_message(&mut stream, &mut buf, std::time::Duration::from_secs(3))
+        .await
+        .expect("a notification");
+    assert_eq!(n["params"]["taskId"], id.as_str(), "{n}");
+    assert_eq!(n["params"]["status"], "completed");
+    assert_eq!(
+        n["params"]["result"]["structuredContent"]["status"],
+        "withdrawn"
+    );
+    assert_eq!(n["params"]["result"]["isError"], true);
+}
