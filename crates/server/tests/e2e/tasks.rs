@@ -556,3 +556,25 @@ async fn removing_the_bottle_completes_its_listened_task_as_withdrawn() {
     );
     assert_eq!(n["params"]["result"]["isError"], true);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_legacy_era_has_no_tasks() {
+    let server = Server::start(&["--grace", "0"]);
+    for method in [
+        "tasks/get",
+        "tasks/cancel",
+        "tasks/list",
+        "subscriptions/listen",
+    ] {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"taskId": "x"}});
+        let (status, body, _) = post(
+            &server,
+            ALPHA,
+            &[("mcp-protocol-version", "2025-11-25")],
+            body.to_string(),
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(body.unwrap()["error"]["code"], -32601, "{method}");
+    }
+}
