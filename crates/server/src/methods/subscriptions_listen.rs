@@ -102,7 +102,7 @@ impl Stream {
                 () = self.tx.closed() => return,
                 c = changes.recv() => c,
             };
-            let ids: Vec<String> = match change {
+            let mut ids: Vec<String> = match change {
                 Ok(TaskChange::Events(events)) => events
                     .iter()
                     .filter(|e| e.bottle_id == Some(self.bottle_id))
@@ -115,6 +115,8 @@ impl Stream {
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
             };
+            ids.sort_unstable();
+            ids.dedup();
             if !ids.is_empty() {
                 open = self.read(&ids, false).await;
             }
@@ -127,21 +129,22 @@ impl Stream {
         }
     }
 
-    /// Reads the tasks `ids` and sends a notification for each whose status changed (on
-    /// the first read, only for those already terminal); a terminal task is no longer
-    /// watched, nor is an id that is not this bottle's task. False once the client is gone.
+    /// Reads the tasks `ids` (in one store call) and sends a notification for each whose
+    /// status changed (on the first read, only for those already terminal); a terminal task
+    /// is no longer watched, nor is an id that is not this bottle's task. False once the
+    /// client is gone.
     async fn read(&mut self, ids: &[String], first: bool) -> bool {
-        for id in ids {
-            let read = match self.store.read_task(self.bottle_id, id).await {
-                Ok(Some(read)) => read,
-                Ok(None) => {
-                    self.watched.remove(id);
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(task = %id, error = %e, "a task stream could not read its task; it reads again on the next change");
-                    continue;
-                }
+        let reads = match self.store.read_tasks(self.bottle_id, ids).await {
+            Ok(reads) => reads,
+            Err(e) => {
+                tracing::warn!(error = %e, "a task stream could not read its tasks; it reads again on the next change");
+                return true;
+            }
+        };
+        for (id, read) in ids.iter().zip(reads) {
+            let Some(read) = read else {
+                self.watched.remove(id);
+                continue;
             };
             let detailed = task::detailed(self.poll, &read, self.version);
             let status = detailed.task.status;

@@ -54,49 +54,68 @@ impl Store {
     /// proposal costs no write lock.
     #[instrument(skip(self), err)]
     pub async fn read_task(&self, bottle_id: BottleId, id: &str) -> StoreResult<Option<TaskRead>> {
+        let mut reads = self.read_tasks(bottle_id, &[id]).await?;
+        Ok(reads.pop().flatten())
+    }
+
+    /// [`Store::read_task`] for many of the bottle's tasks, in the order asked: one read
+    /// transaction, and one write transaction for all the outcomes it delivers (none when
+    /// nothing is to be delivered), so a stream told of a burst of decisions costs one
+    /// commit, not one each.
+    #[instrument(skip_all, fields(items = ids.len()), err)]
+    pub async fn read_tasks(
+        &self,
+        bottle_id: BottleId,
+        ids: &[impl AsRef<str>],
+    ) -> StoreResult<Vec<Option<TaskRead>>> {
         let now = Timestamp::now();
-        let peek = {
+        let mut reads = Vec::with_capacity(ids.len());
+        {
             let mut tx = self.inner.pool.begin().await?;
-            let found = readable(&mut tx, bottle_id, id, &now).await?;
+            for id in ids {
+                reads.push(readable(&mut tx, bottle_id, id.as_ref(), &now).await?.map(
+                    |(task, proposal)| TaskRead {
+                        task,
+                        proposal,
+                        delivered_now: false,
+                    },
+                ));
+            }
             tx.commit().await?;
-            found
-        };
-        let Some((task, proposal)) = peek else {
-            return Ok(None);
-        };
-        if !undelivered_outcome(&task, &proposal) {
-            return Ok(Some(TaskRead {
-                task,
-                proposal,
-                delivered_now: false,
-            }));
+        }
+        if !reads
+            .iter()
+            .flatten()
+            .any(|r| undelivered_outcome(&r.task, &r.proposal))
+        {
+            return Ok(reads);
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
         live_generation(w.conn(), bottle_id).await?;
-        let read = match deliver_in(w.conn(), bottle_id, id, &now).await? {
-            Delivery::Decided(p) | Delivery::Expired(p) => TaskRead {
-                task,
-                proposal: p,
-                delivered_now: true,
-            },
-            // Another reader delivered it in between: read it as it now is.
-            Delivery::Pending(_) | Delivery::Unknown => {
-                let p = load_proposal(w.conn(), id, &now)
-                    .await?
-                    .ok_or_else(|| StoreError::ProposalNotFound(id.into()))?;
-                TaskRead {
-                    task,
-                    proposal: p,
-                    delivered_now: false,
+        for read in reads.iter_mut().flatten() {
+            if !undelivered_outcome(&read.task, &read.proposal) {
+                continue;
+            }
+            let id = read.proposal.id.as_str().to_owned();
+            match deliver_in(w.conn(), bottle_id, &id, &now).await? {
+                Delivery::Decided(p) | Delivery::Expired(p) => {
+                    read.proposal = p;
+                    read.delivered_now = true;
+                }
+                // Another reader delivered it in between: read it as it now is.
+                Delivery::Pending(_) | Delivery::Unknown => {
+                    if let Some(p) = load_proposal(w.conn(), &id, &now).await? {
+                        read.proposal = p;
+                    }
                 }
             }
-        };
-        w.commit().await?;
-        if read.delivered_now {
-            tracing::info!(bottle = %read.proposal.bottle, proposal = %id, status = %read.proposal.status, "outcome delivered to its task");
         }
-        Ok(Some(read))
+        w.commit().await?;
+        for read in reads.iter().flatten().filter(|r| r.delivered_now) {
+            tracing::info!(bottle = %read.proposal.bottle, proposal = %read.proposal.id, status = %read.proposal.status, "outcome delivered to its task");
+        }
+        Ok(reads)
     }
 
     /// Cancels the bottle's task `id`: an undecided proposal is withdrawn (`withdrawn`
