@@ -58,15 +58,20 @@ pub(crate) async fn file_and_wait(
     tool: &str,
     wait: Wait,
 ) -> Result<Filed, Stale> {
-    let filed = app
-        .writer
-        .propose(NewProposal {
-            bottle_id: bottle.id,
-            kind,
-            change,
-            justification,
-        })
-        .await;
+    let item = NewProposal {
+        bottle_id: bottle.id,
+        kind,
+        change,
+        justification,
+    };
+    // A task is opened in the filing transaction, so it costs no commit of its own.
+    let (filed, task) = match wait {
+        Wait::Task => match app.writer.propose_task(item).await {
+            Ok((filed, task)) => (Ok(filed), task),
+            Err(e) => (Err(e), None),
+        },
+        Wait::Grace => (app.writer.propose(item).await, None),
+    };
     let p = match filed {
         Ok(Proposed::AutoRejected(p)) => return Ok(answer::auto_rejected(&p).into()),
         Ok(Proposed::Created(p)) => p,
@@ -90,17 +95,9 @@ pub(crate) async fn file_and_wait(
         }
         Err(e) => return Ok(answer::store_failure(&e, tool).into()),
     };
-    if wait == Wait::Task {
-        return match app.store.open_task(bottle.id, &p.id).await {
-            Ok(task) => {
-                tracing::info!(bottle = %bottle.slug, proposal = %p.id, "answered with a task");
-                Ok(Filed::Task(task, Box::new(p)))
-            }
-            Err(StoreError::BottleGone(_)) => Err(Stale),
-            // Decided and taken (or expired) in between: its outcome is for check-proposal.
-            Err(StoreError::ProposalNotFound(_)) => Ok(answer::pending(&p).into()),
-            Err(e) => Ok(answer::store_failure(&e, tool).into()),
-        };
+    if let Some(task) = task {
+        tracing::info!(bottle = %bottle.slug, proposal = %p.id, "answered with a task");
+        return Ok(Filed::Task(task, Box::new(p)));
     }
     if app.config.grace.is_zero() || app.shutdown.is_started() {
         return Ok(answer::pending(&p).into());

@@ -30,19 +30,7 @@ impl Store {
         let p = open_proposal_of(w.conn(), bottle_id, id, &now)
             .await?
             .ok_or_else(|| StoreError::ProposalNotFound(id.into()))?;
-        sqlx::query(
-            "INSERT INTO tasks (proposal_id, bottle_id, created_at, readable_until) \
-             VALUES (?, ?, ?, ?) ON CONFLICT (proposal_id) DO NOTHING",
-        )
-        .bind(id)
-        .bind(bottle_id.get())
-        .bind(now.as_str())
-        .bind(p.expires_at.as_ref().map(Timestamp::as_str))
-        .execute(w.conn())
-        .await?;
-        let task = task_of(w.conn(), bottle_id, id)
-            .await?
-            .ok_or_else(|| StoreError::ProposalNotFound(id.into()))?;
+        let task = open_task_in(w.conn(), &p, &now).await?;
         w.commit().await?;
         Ok(task)
     }
@@ -153,6 +141,27 @@ impl Store {
             delivered_now: false,
         }))
     }
+}
+
+/// Opens (or finds) the task of the open proposal `p`, readable until its expiry.
+pub(super) async fn open_task_in(
+    conn: &mut SqliteConnection,
+    p: &Proposal,
+    now: &Timestamp,
+) -> StoreResult<Task> {
+    sqlx::query(
+        "INSERT INTO tasks (proposal_id, bottle_id, created_at, readable_until) \
+         VALUES (?, ?, ?, ?) ON CONFLICT (proposal_id) DO NOTHING",
+    )
+    .bind(p.id.as_str())
+    .bind(p.bottle_id.get())
+    .bind(now.as_str())
+    .bind(p.expires_at.as_ref().map(Timestamp::as_str))
+    .execute(&mut *conn)
+    .await?;
+    task_of(conn, p.bottle_id, p.id.as_str())
+        .await?
+        .ok_or_else(|| StoreError::ProposalNotFound(p.id.as_str().into()))
 }
 
 /// A decided or expired proposal whose outcome no one has taken yet.
