@@ -13,6 +13,7 @@ mod grants;
 mod proposals;
 mod rows;
 mod schema;
+mod tasks;
 mod trail;
 
 use std::path::{Path, PathBuf};

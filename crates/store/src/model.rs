@@ -202,3 +202,25 @@ pub enum Registered {
     Updated,
     Unchanged,
 }
+
+/// A proposal filed as a task (the 2026-07-28 tasks extension): a second, longer-lived way
+/// to read its outcome, kept apart from delivery (`Proposal::archived_at`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    pub proposal_id: ProposalId,
+    pub bottle_id: BottleId,
+    pub created_at: Timestamp,
+    /// Until when `tasks/get` reads it; `None`: always (the proposal never expired).
+    pub readable_until: Option<Timestamp>,
+    /// The agent cancelled it while the proposal was undecided.
+    pub cancelled_at: Option<Timestamp>,
+}
+
+/// What a task read found: the task and its proposal as they read now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRead {
+    pub task: Task,
+    pub proposal: Proposal,
+    /// This read delivered the outcome (archived the proposal, `delivered` event).
+    pub delivered_now: bool,
+}

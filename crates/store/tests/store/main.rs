@@ -12,4 +12,5 @@ mod lifecycle;
 mod migrations;
 mod pending_cap;
 mod rules;
+mod tasks;
 mod trail;
