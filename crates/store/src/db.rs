@@ -13,6 +13,7 @@ mod grants;
 mod proposals;
 mod rows;
 mod schema;
+mod task_rows;
 mod tasks;
 mod trail;
 

@@ -7,7 +7,7 @@ use tracing::instrument;
 
 use super::bottles::live_generation;
 use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
-use super::tasks::open_task_in;
+use super::task_rows::open_task_in;
 use super::trail::{
     NewEvent, SYSTEM, actor_bottle, hits_note, record, record_expired, repeat_is_due,
 };

@@ -13,7 +13,7 @@ use super::Store;
 use super::bottles::live_generation;
 use super::decisions::{deliver_in, withdraw_in};
 use super::proposals::{load_proposal, open_proposal_of};
-use super::rows::{TASK_COLUMNS, TaskRow};
+use super::task_rows::{open_task_in, task_of};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{BottleId, Delivery, Proposal, Status, Task, TaskRead, Timestamp};
 
@@ -143,27 +143,6 @@ impl Store {
     }
 }
 
-/// Opens (or finds) the task of the open proposal `p`, readable until its expiry.
-pub(super) async fn open_task_in(
-    conn: &mut SqliteConnection,
-    p: &Proposal,
-    now: &Timestamp,
-) -> StoreResult<Task> {
-    sqlx::query(
-        "INSERT INTO tasks (proposal_id, bottle_id, created_at, readable_until) \
-         VALUES (?, ?, ?, ?) ON CONFLICT (proposal_id) DO NOTHING",
-    )
-    .bind(p.id.as_str())
-    .bind(p.bottle_id.get())
-    .bind(now.as_str())
-    .bind(p.expires_at.as_ref().map(Timestamp::as_str))
-    .execute(&mut *conn)
-    .await?;
-    task_of(conn, p.bottle_id, p.id.as_str())
-        .await?
-        .ok_or_else(|| StoreError::ProposalNotFound(p.id.as_str().into()))
-}
-
 /// A decided or expired proposal whose outcome no one has taken yet.
 fn undelivered_outcome(task: &Task, p: &Proposal) -> bool {
     task.cancelled_at.is_none() && p.archived_at.is_none() && p.status != Status::Pending
@@ -188,19 +167,4 @@ async fn readable(
         return Ok(None);
     }
     Ok(Some((task, p)))
-}
-
-async fn task_of(
-    conn: &mut SqliteConnection,
-    bottle_id: BottleId,
-    id: &str,
-) -> StoreResult<Option<Task>> {
-    let row: Option<TaskRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{TASK_COLUMNS} WHERE proposal_id = ? AND bottle_id = ?"
-    )))
-    .bind(id)
-    .bind(bottle_id.get())
-    .fetch_optional(&mut *conn)
-    .await?;
-    row.map(Task::try_from).transpose()
 }
