@@ -35,20 +35,32 @@ pub fn parse_lines(input: &str) -> Result<Vec<Line>> {
 }
 
 /// The justification: a `justification=TEXT` push option, else the newest commit's subject,
-/// else a sentence naming the update.
+/// else a sentence naming the update. Control characters (which the store refuses in a
+/// justification) become spaces, so a commit subject can never make the push unreviewable.
 pub fn justification(options: &[String], summary: &Value, line: &Line) -> String {
-    if let Some(text) = options
+    let clean = |text: &str| -> String {
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .take(2000)
+            .collect()
+    };
+    let given = options
         .iter()
         .rev()
         .find_map(|o| o.strip_prefix("justification="))
+        .map(clean)
         .filter(|t| !t.trim().is_empty())
-    {
-        return text.chars().take(2000).collect();
-    }
-    match summary["subjects"].get(0).and_then(Value::as_str) {
-        Some(s) if !s.trim().is_empty() => s.to_string(),
-        _ if summary["delete"] == true => format!("delete {}", line.reference),
-        _ => format!("push to {}", line.reference),
+        .or_else(|| {
+            summary["subjects"]
+                .get(0)
+                .and_then(Value::as_str)
+                .map(clean)
+        })
+        .filter(|t| !t.trim().is_empty());
+    match given {
+        Some(text) => text,
+        None if summary["delete"] == true => format!("delete {}", line.reference),
+        None => format!("push to {}", line.reference),
     }
 }
 
@@ -174,6 +186,13 @@ mod tests {
         let opts = vec!["ci.skip".to_string(), "justification=ship it".to_string()];
         assert_eq!(justification(&opts, &summary, &lines[0]), "ship it");
         assert_eq!(justification(&[], &summary, &lines[0]), "newest");
+        let escape = json!({"subjects": ["a\u{1b}[2Jb"], "delete": false});
+        assert_eq!(justification(&[], &escape, &lines[0]), "a [2Jb");
+        let blank = vec!["justification=  ".to_string()];
+        assert_eq!(
+            justification(&blank, &json!({"subjects": []}), &lines[0]),
+            "push to refs/heads/x"
+        );
         let gone = json!({"subjects": [], "delete": true});
         assert_eq!(justification(&[], &gone, &lines[0]), "delete refs/heads/x");
     }
