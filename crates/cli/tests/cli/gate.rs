@@ -63,14 +63,15 @@ impl Gate {
             url,
         };
         g.git(&["remote", "add", "origin", &g.url.clone()]);
-        g.env.ok(&[
-            "gate",
-            "install",
-            g.bare.to_str().unwrap(),
-            "--bottle",
-            "demo",
-        ]);
+        g.install(&["--bottle", "demo"]).assert_ok();
         g
+    }
+
+    /// `supervise gate install GATE ARGS...`.
+    fn install(&self, args: &[&str]) -> Run {
+        let repo = self.bare.to_str().unwrap();
+        self.env
+            .run(&[&["gate", "install", repo][..], args].concat())
     }
 
     fn git(&self, args: &[&str]) -> String {
@@ -456,39 +457,11 @@ fn install_refuses_a_hook_it_did_not_write_unless_forced() {
     ));
     assert_eq!(push_options.trim(), "true");
     // Re-installing our own hook is fine; someone else's is not.
-    g.env.ok(&[
-        "gate",
-        "install",
-        g.bare.to_str().unwrap(),
-        "--bottle",
-        "demo",
-    ]);
+    g.install(&["--bottle", "demo"]).assert_ok();
     std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
-    g.env
-        .run(&[
-            "gate",
-            "install",
-            g.bare.to_str().unwrap(),
-            "--bottle",
-            "demo",
-        ])
-        .assert_refused("--force");
-    g.env.ok(&[
-        "gate",
-        "install",
-        g.bare.to_str().unwrap(),
-        "--bottle",
-        "demo",
-        "--force",
-    ]);
-    g.env
-        .run(&[
-            "gate",
-            "install",
-            g.bare.to_str().unwrap(),
-            "--bottle",
-            "nobody",
-        ])
+    g.install(&["--bottle", "demo"]).assert_refused("--force");
+    g.install(&["--bottle", "demo", "--force"]).assert_ok();
+    g.install(&["--bottle", "nobody"])
         .assert_refused("no bottle");
 }
 
@@ -560,6 +533,43 @@ fn over_git_daemon_the_push_is_refused_then_accepted_with_its_justification() {
 
     g.env.ok(&["approve", &id]);
     g.push(&["origin", "HEAD:refs/heads/feature"]).assert_ok();
+    assert_eq!(
+        g.gate_ref("refs/heads/feature").as_deref(),
+        Some(new.as_str())
+    );
+}
+
+#[test]
+fn with_a_grace_period_a_decision_in_time_lets_the_same_push_through() {
+    let g = Gate::new();
+    let hook = g.bare.join("hooks").join("pre-receive");
+    let text = std::fs::read_to_string(&hook).unwrap();
+    std::fs::write(
+        &hook,
+        text.replace("gate pre-receive", "gate pre-receive --grace 20"),
+    )
+    .unwrap();
+    let new = g.commit("a.txt", "quick one");
+    let (work, home) = (g.work.clone(), g.home.clone());
+    let pusher = std::thread::spawn(move || {
+        Run::from(git_in(
+            &work,
+            &home,
+            &["push", "origin", "HEAD:refs/heads/feature"],
+        ))
+    });
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let id = loop {
+        if let Some(p) = g.pending().first() {
+            break p["id"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "the gate filed nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    g.env.ok(&["approve", &id]);
+    let r = pusher.join().unwrap();
+    r.assert_ok();
+    assert!(r.stderr.contains(&format!("approval {id} used")), "{r:#?}");
     assert_eq!(
         g.gate_ref("refs/heads/feature").as_deref(),
         Some(new.as_str())
