@@ -4,12 +4,13 @@
 //! Layout: [`cli`] is the command line (clap), [`cmd`] one module per command family,
 //! [`render`] human output (tables, colour, safe text), [`json`] the `--json` documents,
 //! [`config`] the database path and operator name, [`exit`] the exit codes, [`glob`] the
-//! bulk-decision matcher. All state changes go through `supervise-store`.
+//! bulk-decision matcher, [`gate`] the git side of the git gate. All state changes go through `supervise-store`.
 
 mod cli;
 mod cmd;
 mod config;
 mod exit;
+mod gate;
 mod glob;
 mod json;
 mod render;
@@ -20,7 +21,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{BottleCommand, Cli, Command};
+use crate::cli::{BottleCommand, Cli, Command, GateCommand};
 use crate::cmd::Ctx;
 use crate::cmd::decide::Action;
 use crate::render::Style;
@@ -74,6 +75,17 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Bottle(BottleCommand::Add { slug, ip }) => {
             cmd::bottle::add(&ctx, &slug, ip, out).await
         }
+        Command::Gate(GateCommand::Install {
+            repo,
+            bottle,
+            remote,
+            force,
+        }) => cmd::gate::install(&ctx, &repo, &bottle, &remote, force, out).await,
+        Command::Gate(GateCommand::PreReceive {
+            bottle,
+            remote,
+            grace,
+        }) => cmd::gate::pre_receive(&ctx, &bottle, &remote, grace).await,
         command => {
             let store = ctx.open().await?;
             let result = dispatch(&ctx, &store, command, out).await;
@@ -164,7 +176,9 @@ async fn dispatch(
         Command::Bottle(BottleCommand::Rm { slug }) => {
             cmd::bottle::remove(ctx, store, &slug, out).await
         }
-        Command::Bottle(BottleCommand::Add { .. }) | Command::Completions { .. } => {
+        Command::Bottle(BottleCommand::Add { .. })
+        | Command::Completions { .. }
+        | Command::Gate(_) => {
             unreachable!("handled before the database is opened")
         }
         Command::Policy { slug, json } => cmd::policy::show(ctx, store, &slug, json, out).await,

@@ -3,12 +3,14 @@
 //! the first read, and a second process (the CLI) can never interleave between a check and
 //! its update. The methods live with their aggregate in the submodules: [`file`] checks and creates
 //! the file and claims it for a server, [`schema`] probes and migrates it, [`rows`] decodes rows, [`trail`] appends events, [`feed`] reads them,
-//! and [`bottles`], [`proposals`], [`decisions`] and [`grants`] change and read the rest.
+//! and [`bottles`], [`proposals`], [`decisions`] and [`grants`] change and read the rest;
+//! [`gate`] is the git gate's one question, covered or filed.
 
 mod bottles;
 mod decisions;
 mod feed;
 mod file;
+mod gate;
 mod grants;
 mod proposals;
 mod rows;

@@ -12,6 +12,7 @@ mod bulk;
 mod database;
 mod decide;
 mod flags;
+mod gate;
 mod grants;
 mod invocation;
 mod output;

@@ -271,7 +271,7 @@ pub(super) async fn expire_in(
 }
 
 /// A proposal checked before the write lock is taken.
-struct Prepared {
+pub(super) struct Prepared {
     bottle_id: BottleId,
     kind: Kind,
     change: Value,
@@ -279,7 +279,7 @@ struct Prepared {
     justification: String,
 }
 
-fn prepare(item: NewProposal) -> StoreResult<Prepared> {
+pub(super) fn prepare(item: NewProposal) -> StoreResult<Prepared> {
     let change = change::normalise(item.kind, &item.change)?;
     let justification = change::validate_justification(&item.justification)?;
     Ok(Prepared {
@@ -293,7 +293,7 @@ fn prepare(item: NewProposal) -> StoreResult<Prepared> {
 
 /// Files one prepared proposal inside the caller's transaction. The outer error aborts the
 /// whole batch; the inner one is this item's refusal.
-async fn propose_in(
+pub(super) async fn propose_in(
     conn: &mut SqliteConnection,
     limits: &ProposalLimits,
     p: Prepared,

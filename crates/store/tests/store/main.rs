@@ -8,6 +8,7 @@ mod concurrency;
 mod corrupt;
 mod crash;
 mod files;
+mod gate;
 mod lifecycle;
 mod migrations;
 mod pending_cap;
