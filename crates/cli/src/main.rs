@@ -4,12 +4,13 @@
 //! Layout: [`cli`] is the command line (clap), [`cmd`] one module per command family,
 //! [`render`] human output (tables, colour, safe text), [`json`] the `--json` documents,
 //! [`config`] the database path and operator name, [`exit`] the exit codes, [`glob`] the
-//! bulk-decision matcher. All state changes go through `supervise-store`.
+//! bulk-decision matcher, [`gate`] the git side of the git gate. All state changes go through `supervise-store`.
 
 mod cli;
 mod cmd;
 mod config;
 mod exit;
+mod gate;
 mod glob;
 mod json;
 mod render;
@@ -20,7 +21,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{BottleCommand, CheckCommand, Cli, Command};
+use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand};
 use crate::cmd::Ctx;
 use crate::cmd::decide::Action;
 use crate::render::Style;
@@ -77,6 +78,17 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Bottle(BottleCommand::Add { slug, ip }) => {
             cmd::bottle::add(&ctx, &slug, ip, out).await
         }
+        Command::Gate(GateCommand::Install {
+            repo,
+            bottle,
+            remote,
+            force,
+        }) => cmd::gate::install(&ctx, &repo, &bottle, &remote, force, out).await,
+        Command::Gate(GateCommand::PreReceive {
+            bottle,
+            remote,
+            grace,
+        }) => cmd::gate::pre_receive(&ctx, &bottle, &remote, grace).await,
         Command::SquidAcl {
             propose_on_deny,
             record_use,
@@ -179,6 +191,7 @@ async fn dispatch(
         }
         Command::Bottle(BottleCommand::Add { .. })
         | Command::Completions { .. }
+        | Command::Gate(_)
         | Command::SquidAcl { .. } => {
             unreachable!("handled before the database is opened")
         }

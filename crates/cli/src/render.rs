@@ -144,8 +144,12 @@ pub fn change_text(kind: &str, change: &Value) -> String {
             (Some(host), Some(port)) => format!("{host}:{port}"),
             _ => change.to_string(),
         },
-        "git-push" => match (field("remote"), field("ref")) {
-            (Some(remote), Some(reference)) => format!("{remote} {reference}"),
+        "git-push" => match (field("remote"), field("ref"), field("old"), field("new")) {
+            (Some(remote), Some(reference), Some(old), Some(new)) => {
+                let short = |id: &'_ str| id.chars().take(7).collect::<String>();
+                format!("{remote} {reference} {}..{}", short(old), short(new))
+            }
+            (Some(remote), Some(reference), ..) => format!("{remote} {reference}"),
             _ => change.to_string(),
         },
         _ => change.to_string(),
@@ -310,6 +314,9 @@ pub fn flag_meaning(flag: &str) -> &'static str {
             "the remote or a ref part looks like origin, main or master but is spelled otherwise"
         }
         "widened" => "the operator's change grants more than the agent asked for",
+        "force-push" => "a force push: the old commit is not an ancestor of the new one",
+        "ref-deletion" => "the push deletes the ref",
+        "large-push" => "over 100 commits or over 10,000 changed lines",
         "observed" => "filed by the egress proxy for a connection it refused, not by the agent",
         _ => "",
     }

@@ -19,6 +19,9 @@
 //! - `tools`: [`Tool`], `tools/list` and `tools/call` params and results, [`Content`].
 //! - `modern`: the 2026-07-28 era: per-request [`ModernMeta`], `server/discover`
 //!   ([`DiscoverResult`]), cache hints, and [`modern_result`] for `resultType`/`_meta`.
+//! - `tasks`: the 2026-07-28 tasks extension: [`Task`], [`CreateTaskResult`],
+//!   [`DetailedTask`], the `tasks/*` and `subscriptions/listen` params, and
+//!   [`task_notification`].
 //! - [`header`]: Streamable HTTP header names and [`decode_header_value`].
 //! - [`methods`]: method-name constants.
 //!
@@ -32,6 +35,7 @@ pub mod header;
 mod jsonrpc;
 mod lifecycle;
 mod modern;
+mod tasks;
 mod tools;
 mod version;
 
@@ -49,6 +53,10 @@ pub use modern::{
     CacheScope, DiscoverResult, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL,
     META_PROTOCOL_VERSION, META_SERVER_INFO, ModernMeta, ResultType, modern_meta, modern_result,
     requested_version,
+};
+pub use tasks::{
+    CreateTaskResult, DetailedTask, ListenFilter, ListenParams, TASKS_EXTENSION, Task,
+    TaskIdParams, TaskStatus, UpdateTaskParams, task_notification,
 };
 pub use tools::{CallToolParams, CallToolResult, Content, ListToolsResult, Tool, ToolAnnotations};
 pub use version::{
@@ -72,4 +80,18 @@ pub mod methods {
     pub const TOOLS_CALL: &str = "tools/call";
     /// Modern-era discovery of versions, capabilities and identity.
     pub const SERVER_DISCOVER: &str = "server/discover";
+    /// Tasks extension: read a task.
+    pub const TASKS_GET: &str = "tasks/get";
+    /// Tasks extension: cancel a task.
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
+    /// Tasks extension: answer a task's input requests.
+    pub const TASKS_UPDATE: &str = "tasks/update";
+    /// Removed by the tasks extension (listing leaks across callers); not served.
+    pub const TASKS_LIST: &str = "tasks/list";
+    /// Removed by the tasks extension (results come with `tasks/get`); not served.
+    pub const TASKS_RESULT: &str = "tasks/result";
+    /// 2026-07-28: open a notification stream.
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+    /// Tasks extension: a task changed (the full task).
+    pub const NOTIFICATIONS_TASKS: &str = "notifications/tasks";
 }

@@ -1,6 +1,6 @@
 //! The state every request handler shares, and the background tasks that serve it: the
-//! proposal writer, the change-feed reader with its two subscribers (the waiters' watcher
-//! and the hook runner) and the sweep. [`App::start`] builds both, so a test can run the
+//! proposal writer, the change-feed reader with its subscribers (the waiters' watcher, the
+//! relay to `subscriptions/listen` streams and the hook runner) and the sweep. [`App::start`] builds both, so a test can run the
 //! whole server in-process without HTTP.
 
 use std::net::SocketAddr;
@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::feed::Feed;
 use crate::hooks;
 use crate::shutdown::Shutdown;
+use crate::task_feed::TaskFeed;
 use crate::waiters::{self, Waiters};
 use crate::writer::Writer;
 
@@ -33,6 +34,8 @@ pub(crate) struct App {
     pub(crate) budget: Arc<WaitBudget>,
     /// Once started, waiting calls answer `pending` at once.
     pub(crate) shutdown: Shutdown,
+    /// Where `subscriptions/listen` streams learn that a task may have changed.
+    pub(crate) task_feed: TaskFeed,
     /// The address the listener is bound to (its port is part of the allowed Origin/Host).
     pub(crate) local_addr: SocketAddr,
     pub(crate) server_info: Implementation,
@@ -66,6 +69,10 @@ impl App {
             feed.subscribe(),
             shutdown.clone(),
         )));
+        let task_feed = TaskFeed::new();
+        tasks.push(tokio::spawn(
+            task_feed.clone().relay(feed.subscribe(), shutdown.clone()),
+        ));
         if let Some(command) = config.on_event.clone() {
             // Resume where the hooks stopped; a first start begins at the end, recorded now.
             let from = match store.hook_position().await? {
@@ -107,6 +114,7 @@ impl App {
             writer,
             waiters,
             shutdown,
+            task_feed,
             local_addr,
             server_info: server_info(),
         };

@@ -50,6 +50,8 @@ pub struct Config {
     pub max_waiting: usize,
     /// Calls of one bottle held in their grace window at once (0: no limit).
     pub max_waiting_per_bottle: usize,
+    /// The `pollIntervalMs` a task suggests (`--task-poll-interval`).
+    pub task_poll_interval: Duration,
 }
 
 impl Default for Config {
@@ -68,6 +70,7 @@ impl Default for Config {
             drain_timeout: Duration::from_secs(10),
             max_waiting: 16_384,
             max_waiting_per_bottle: 1_024,
+            task_poll_interval: Duration::from_secs(5),
         }
     }
 }

@@ -1,9 +1,10 @@
 //! The propose-and-wait flow the proposal tools share: file the proposal through the
-//! writer, take a place in the wait budget, register as a waiter and wait the grace window;
-//! and the one mapping from what the store delivers to the answer a tool gives.
+//! writer, take a place in the wait budget, register as a waiter and wait the grace window
+//! (or, for a call that asked for a task, open the task at once instead of waiting); and the
+//! one mapping from what the store delivers to the answer a tool gives.
 
 use serde_json::Value;
-use supervise_store::{Bottle, Delivery, Kind, NewProposal, Proposed, StoreError};
+use supervise_store::{Bottle, Delivery, Kind, NewProposal, Proposal, Proposed, StoreError, Task};
 
 use crate::answer::{self, Answer};
 use crate::app::App;
@@ -19,9 +20,35 @@ pub(crate) enum Via {
     Poll,
 }
 
-/// Files a proposal through the writer, then waits up to the grace window for a decision.
-/// `tool` names the calling tool in refusals. [`Stale`]: the bottle generation was removed
-/// before filing; nothing was filed, attribute again.
+/// How a proposal call waits for its decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Up to the grace window, then `pending`.
+    Grace,
+    /// Not at all: the call declared the tasks extension, so it gets a task as soon as the
+    /// proposal is durable.
+    Task,
+}
+
+/// What a proposal call answers.
+#[derive(Debug)]
+pub(crate) enum Filed {
+    /// A tool result.
+    Answer(Answer),
+    /// A task on the (undecided) proposal.
+    Task(Task, Box<Proposal>),
+}
+
+impl From<Answer> for Filed {
+    fn from(a: Answer) -> Filed {
+        Filed::Answer(a)
+    }
+}
+
+/// Files a proposal through the writer, then waits up to the grace window for a decision
+/// (or opens its task, for [`Wait::Task`]). `tool` names the calling tool in refusals.
+/// [`Stale`]: the bottle generation was removed before filing; nothing was filed, attribute
+/// again.
 pub(crate) async fn file_and_wait(
     app: &App,
     bottle: &Bottle,
@@ -29,18 +56,24 @@ pub(crate) async fn file_and_wait(
     change: Value,
     justification: String,
     tool: &str,
-) -> Result<Answer, Stale> {
-    let filed = app
-        .writer
-        .propose(NewProposal {
-            bottle_id: bottle.id,
-            kind,
-            change,
-            justification,
-        })
-        .await;
+    wait: Wait,
+) -> Result<Filed, Stale> {
+    let item = NewProposal {
+        bottle_id: bottle.id,
+        kind,
+        change,
+        justification,
+    };
+    // A task is opened in the filing transaction, so it costs no commit of its own.
+    let (filed, task) = match wait {
+        Wait::Task => match app.writer.propose_task(item).await {
+            Ok((filed, task)) => (Ok(filed), task),
+            Err(e) => (Err(e), None),
+        },
+        Wait::Grace => (app.writer.propose(item).await, None),
+    };
     let p = match filed {
-        Ok(Proposed::AutoRejected(p)) => return Ok(answer::auto_rejected(&p)),
+        Ok(Proposed::AutoRejected(p)) => return Ok(answer::auto_rejected(&p).into()),
         Ok(Proposed::Created(p)) => p,
         Ok(Proposed::Repeated(p)) => p,
         Err(StoreError::BottleGone(_)) => return Err(Stale),
@@ -50,25 +83,30 @@ pub(crate) async fn file_and_wait(
             } else {
                 field
             };
-            return Ok(answer::bad_argument(&field, &message, tool));
+            return Ok(answer::bad_argument(&field, &message, tool).into());
         }
         Err(e @ StoreError::PendingCapReached { .. }) => {
             return Ok(answer::refused(
                 e.to_string(),
                 None,
                 "wait for the operator to decide your open proposals (list-proposals shows them) before proposing more.",
-            ));
+            )
+            .into());
         }
-        Err(e) => return Ok(answer::store_failure(&e, tool)),
+        Err(e) => return Ok(answer::store_failure(&e, tool).into()),
     };
+    if let Some(task) = task {
+        tracing::info!(bottle = %bottle.slug, proposal = %p.id, "answered with a task");
+        return Ok(Filed::Task(task, Box::new(p)));
+    }
     if app.config.grace.is_zero() || app.shutdown.is_started() {
-        return Ok(answer::pending(&p));
+        return Ok(answer::pending(&p).into());
     }
     let _place = match app.budget.try_acquire(bottle.id) {
         Ok(place) => place,
         Err(full) => {
             tracing::debug!(bottle = %bottle.slug, proposal = %p.id, ?full, "wait limit reached; answering pending at once");
-            return Ok(answer::pending(&p));
+            return Ok(answer::pending(&p).into());
         }
     };
     let deadline = tokio::time::Instant::now() + app.config.grace;
@@ -85,7 +123,14 @@ pub(crate) async fn file_and_wait(
             answer::withdrawn_while_waiting(&p)
         }
         Waited::TimedOut | Waited::ShuttingDown => answer::pending(&p),
-    })
+    }
+    .into())
+}
+
+/// The tool result for a proposal no longer undecided (decided, expired or withdrawn), as
+/// `check-proposal` gives it when it delivers: what a completed task carries.
+pub(crate) fn outcome(p: &Proposal) -> Answer {
+    answer::delivered(p)
 }
 
 /// The answer for what the store delivered on proposal `id` of `bottle`.

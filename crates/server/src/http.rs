@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -25,6 +25,7 @@ use tokio::net::TcpListener;
 use tracing::Instrument;
 
 use crate::app::App;
+use crate::body::ReplyBody;
 use crate::config::MAX_BODY_BYTES;
 use crate::rpc;
 use crate::write_timeout::WriteTimeout;
@@ -107,7 +108,7 @@ pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
     }
 }
 
-async fn handle(app: Arc<App>, peer: SocketAddr, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(app: Arc<App>, peer: SocketAddr, req: Request<Incoming>) -> Response<ReplyBody> {
     let started = Instant::now();
     let ip = canonical_ip(peer.ip());
     let span = tracing::debug_span!("request", %ip, http_method = %req.method(), path = req.uri().path(), rpc_method = tracing::field::Empty, bottle = tracing::field::Empty);
@@ -124,7 +125,7 @@ async fn handle(app: Arc<App>, peer: SocketAddr, req: Request<Incoming>) -> Resp
     .await
 }
 
-async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<ReplyBody> {
     let path = req.uri().path();
     if path != "/mcp" && path != "/healthz" {
         return plain(
@@ -235,9 +236,15 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<Full<B
     match reply {
         rpc::Reply::Accepted => Response::builder()
             .status(StatusCode::ACCEPTED)
-            .body(Full::new(Bytes::new()))
+            .body(ReplyBody::full(Bytes::new()))
             .expect("static response"),
         rpc::Reply::Json { status, body } => json_response(status, body),
+        rpc::Reply::Stream(rx) => Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-store")
+            .body(ReplyBody::Stream(rx))
+            .expect("static response"),
     }
 }
 
@@ -245,7 +252,7 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<Full<B
 /// sends `Content-Type: application/json` and lists `application/json` and
 /// `text/event-stream` in `Accept`). This server only ever answers JSON, so an `Accept` that
 /// admits JSON (`application/json`, `application/*`, `*/*`) is enough.
-fn media_type_refusal(headers: &HeaderMap) -> Option<Response<Full<Bytes>>> {
+fn media_type_refusal(headers: &HeaderMap) -> Option<Response<ReplyBody>> {
     let essence = |v: &str| {
         v.split(';')
             .next()
@@ -282,7 +289,7 @@ fn media_type_refusal(headers: &HeaderMap) -> Option<Response<Full<Bytes>>> {
     None
 }
 
-async fn healthz(app: &App) -> Response<Full<Bytes>> {
+async fn healthz(app: &App) -> Response<ReplyBody> {
     match app.store.health().await {
         Ok(()) => json_response(
             StatusCode::OK,
@@ -369,7 +376,7 @@ fn extra(list: &[String]) -> String {
     list.iter().map(|s| format!(", {s}")).collect()
 }
 
-fn too_large() -> Response<Full<Bytes>> {
+fn too_large() -> Response<ReplyBody> {
     rpc_error(
         StatusCode::PAYLOAD_TOO_LARGE,
         ErrorObject::invalid_request(format!(
@@ -379,29 +386,29 @@ fn too_large() -> Response<Full<Bytes>> {
 }
 
 /// An HTTP error with a JSON-RPC error body (`"id": null`).
-pub(crate) fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<Full<Bytes>> {
+pub(crate) fn rpc_error(status: StatusCode, error: ErrorObject) -> Response<ReplyBody> {
     let body = serde_json::to_string(&ErrorResponse::new(None, error)).expect("serialisable");
     json_response(status, body)
 }
 
-fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<ReplyBody> {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::CACHE_CONTROL, "no-store")
-        .body(Full::new(body.into()))
+        .body(ReplyBody::full(body))
         .expect("static response")
 }
 
-fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+fn plain(status: StatusCode, text: &'static str) -> Response<ReplyBody> {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-        .body(Full::new(Bytes::from_static(text.as_bytes())))
+        .body(ReplyBody::full(Bytes::from_static(text.as_bytes())))
         .expect("static response")
 }
 
-fn with_allow(mut r: Response<Full<Bytes>>, allow: &'static str) -> Response<Full<Bytes>> {
+fn with_allow(mut r: Response<ReplyBody>, allow: &'static str) -> Response<ReplyBody> {
     r.headers_mut()
         .insert(header::ALLOW, http::HeaderValue::from_static(allow));
     r

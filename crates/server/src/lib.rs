@@ -20,6 +20,7 @@
 
 mod answer;
 mod app;
+mod body;
 mod bottles;
 mod budget;
 mod config;
@@ -30,6 +31,8 @@ mod http;
 mod methods;
 mod rpc;
 mod shutdown;
+mod task;
+mod task_feed;
 mod tools;
 mod waiters;
 mod write_timeout;

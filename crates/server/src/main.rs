@@ -64,6 +64,11 @@ struct Args {
     )]
     max_waiting_per_bottle: usize,
 
+    /// How often a client of the tasks extension is told to poll `tasks/get` (its
+    /// `pollIntervalMs`; a `subscriptions/listen` stream needs no polling).
+    #[arg(long, env = "SUPERVISE_TASK_POLL_INTERVAL", default_value = "5s", value_parser = duration)]
+    task_poll_interval: Duration,
+
     /// Command run once per event (decisions made by the CLI included), with the event as
     /// JSON on stdin and SUPERVISE_EVENT / SUPERVISE_PROPOSAL_ID in its environment.
     #[arg(long, env = "SUPERVISE_ON_EVENT", value_name = "CMD")]
@@ -194,6 +199,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         on_event: args.on_event,
         max_waiting: args.max_waiting,
         max_waiting_per_bottle: args.max_waiting_per_bottle,
+        task_poll_interval: args.task_poll_interval,
         ..Config::default()
     };
     supervise_server::serve(listener, store, config, shutdown_signal()).await

@@ -33,6 +33,8 @@ pub(crate) enum Reply {
     Accepted,
     /// A JSON body (already serialised, once) with this status.
     Json { status: StatusCode, body: Vec<u8> },
+    /// 200 with a Server-Sent Events stream (`subscriptions/listen`).
+    Stream(tokio::sync::mpsc::Receiver<bytes::Bytes>),
 }
 
 /// Handles one POST body from `bottle`.
@@ -49,6 +51,13 @@ pub(crate) async fn handle(app: &App, bottle: &Bottle, headers: &HeaderMap, body
             Reply::Accepted
         }
         Incoming::Response(_) => Reply::Accepted,
+        Incoming::Request(req)
+            if req.method == methods::SUBSCRIPTIONS_LISTEN
+                && modern_meta(req.params.as_ref()).is_some() =>
+        {
+            tracing::Span::current().record("rpc_method", methods::SUBSCRIPTIONS_LISTEN);
+            listen(app, bottle, headers, req).await
+        }
         Incoming::Request(req) => {
             tracing::Span::current().record("rpc_method", &*escape_untrusted(&req.method));
             let (status, response) = request(app, bottle, headers, req).await;
@@ -285,21 +294,56 @@ async fn modern_request(
             StatusCode::OK,
             Response::result(req.id, modern_result(result, &app.server_info)),
         ),
-        Err(e) => {
-            let status = if e.code == ErrorCode::METHOD_NOT_FOUND {
-                StatusCode::NOT_FOUND
-            } else if e.code == ErrorCode::INTERNAL_ERROR {
-                StatusCode::INTERNAL_SERVER_ERROR
-            } else {
-                StatusCode::BAD_REQUEST
-            };
-            fail(status, e)
-        }
+        Err(e) => fail(modern_error_status(&e), e),
+    }
+}
+
+/// The HTTP status of a 2026-07-28 error answer.
+fn modern_error_status(e: &ErrorObject) -> StatusCode {
+    if e.code == ErrorCode::METHOD_NOT_FOUND {
+        StatusCode::NOT_FOUND
+    } else if e.code == ErrorCode::INTERNAL_ERROR {
+        StatusCode::INTERNAL_SERVER_ERROR
+    } else {
+        StatusCode::BAD_REQUEST
+    }
+}
+
+/// A 2026-07-28 `subscriptions/listen`: the same header and `_meta` checks as any request,
+/// then a stream instead of one answer (see `methods::subscriptions_listen`).
+async fn listen(app: &App, bottle: &Bottle, headers: &HeaderMap, req: Request) -> Reply {
+    let header_version = header_value(headers, header::PROTOCOL_VERSION);
+    let fail = |e: ErrorObject| Reply::Json {
+        status: modern_error_status(&e),
+        body: serde_json::to_vec(&Response::error(Some(req.id.clone()), e))
+            .expect("responses serialise"),
+    };
+    if let Err(detail) = check_modern_headers(headers, header_version.as_deref(), &req) {
+        return fail(ErrorObject::header_mismatch(detail));
+    }
+    let meta = match modern_meta(req.params.as_ref()) {
+        Some(Ok(meta)) => meta,
+        Some(Err(e)) => return fail(e),
+        None => unreachable!("only requests with _meta are routed here"),
+    };
+    let ctx = Ctx {
+        app,
+        bottle,
+        version: meta.protocol_version,
+        modern: Some(meta),
+    };
+    match crate::methods::subscriptions_listen::open(&ctx, req.params.as_ref(), req.id.clone())
+        .await
+    {
+        Ok(rx) => Reply::Stream(rx),
+        Err(e) => fail(e),
     }
 }
 
 /// The 2026-07-28 request headers must mirror the body: `MCP-Protocol-Version` = `_meta`
-/// version, `Mcp-Method` = `method`, `Mcp-Name` = `params.name` for `tools/call`.
+/// version, `Mcp-Method` = `method`, `Mcp-Name` = `params.name` for `tools/call`, and
+/// `Mcp-Name`, when sent, = `params.taskId` for `tasks/get|cancel|update` (some clients
+/// send none there, which is tolerated).
 fn check_modern_headers(
     headers: &HeaderMap,
     header_version: Option<&str>,
@@ -347,6 +391,27 @@ fn check_modern_headers(
         if decoded != name {
             return Err(format!(
                 "Mcp-Name header {decoded:?} does not match body params.name {name:?}"
+            ));
+        }
+    }
+    if matches!(
+        req.method.as_str(),
+        methods::TASKS_GET | methods::TASKS_CANCEL | methods::TASKS_UPDATE
+    ) && let Some(raw) = headers.get(header::NAME)
+    {
+        let task_id = req
+            .params
+            .as_ref()
+            .and_then(|p| p.get("taskId"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let raw = raw
+            .to_str()
+            .map_err(|_| "Mcp-Name header is not visible ASCII".to_string())?;
+        let decoded = decode_header_value(raw).map_err(|e| format!("failed to {e}"))?;
+        if decoded != task_id {
+            return Err(format!(
+                "Mcp-Name header {decoded:?} does not match body params.taskId {task_id:?}"
             ));
         }
     }

@@ -3,7 +3,7 @@
 //! commit) and answers each caller only after that transaction committed. It outlives the
 //! start of shutdown, so requests still in flight are filed, and stops once it is drained.
 
-use supervise_store::{NewProposal, Proposed, Store, StoreError, StoreResult};
+use supervise_store::{NewProposal, Proposed, Store, StoreError, StoreResult, Task};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -16,7 +16,9 @@ const QUEUE: usize = 1024;
 
 struct Job {
     item: NewProposal,
-    reply: oneshot::Sender<StoreResult<Proposed>>,
+    /// The call asked for a task: it is opened in the same transaction.
+    as_task: bool,
+    reply: oneshot::Sender<StoreResult<(Proposed, Option<Task>)>>,
 }
 
 /// The handle request handlers use.
@@ -43,9 +45,30 @@ impl Writer {
 
     /// Files one proposal; returns once it is durable (or refused).
     pub(crate) async fn propose(&self, item: NewProposal) -> StoreResult<Proposed> {
+        self.file(item, false).await.map(|(p, _)| p)
+    }
+
+    /// [`Writer::propose`] for a call that asked for a task: an undecided proposal comes
+    /// back with its task, opened in the same transaction.
+    pub(crate) async fn propose_task(
+        &self,
+        item: NewProposal,
+    ) -> StoreResult<(Proposed, Option<Task>)> {
+        self.file(item, true).await
+    }
+
+    async fn file(
+        &self,
+        item: NewProposal,
+        as_task: bool,
+    ) -> StoreResult<(Proposed, Option<Task>)> {
         let (reply, answer) = oneshot::channel();
         self.tx
-            .send(Job { item, reply })
+            .send(Job {
+                item,
+                as_task,
+                reply,
+            })
             .await
             .map_err(|_| StoreError::Database("the server is shutting down".into()))?;
         answer
@@ -77,10 +100,12 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>, shutdown: Shutdown) {
                 Err(_) => break,
             }
         }
-        let (items, replies): (Vec<_>, Vec<_>) =
-            jobs.into_iter().map(|j| (j.item, j.reply)).unzip();
+        let (items, replies): (Vec<_>, Vec<_>) = jobs
+            .into_iter()
+            .map(|j| ((j.item, j.as_task), j.reply))
+            .unzip();
         let n = items.len();
-        match store.propose_many(items).await {
+        match store.propose_many_as(items).await {
             Ok(results) => {
                 tracing::debug!(batch = n, "proposals filed in one transaction");
                 for (reply, result) in replies.into_iter().zip(results) {

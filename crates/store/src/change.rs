@@ -13,7 +13,10 @@ pub use crate::model::Kind;
 
 pub use egress::normalise_host;
 pub use flags::{flags, modified_flags};
-pub use git_push::normalise_ref;
+pub use git_push::{
+    MAX_SUBJECT_CHARS, MAX_SUBJECTS, is_zero, normalise_ref, normalise_ref_pattern, ref_covers,
+    validate_remote,
+};
 
 /// Longest justification accepted, in characters.
 pub const MAX_JUSTIFICATION_CHARS: usize = 2000;
@@ -87,9 +90,18 @@ pub(crate) fn required_str<'a>(obj: &'a Map<String, Value>, field: &str) -> Stor
 }
 
 /// The canonical text of a normalised change, used to spot identical re-proposals.
-/// serde_json keeps object keys sorted, so equal changes give equal keys.
+/// serde_json keeps object keys sorted, so equal changes give equal keys. A gate push's
+/// `summary` is what git saw, not what is asked: the same (remote, ref, old, new) is the
+/// same change.
 pub fn change_key(change: &Value) -> String {
-    change.to_string()
+    match change.as_object() {
+        Some(obj) if obj.contains_key("summary") => {
+            let mut key = obj.clone();
+            key.remove("summary");
+            Value::Object(key).to_string()
+        }
+        _ => change.to_string(),
+    }
 }
 
 /// Merges `patch` over `base` (top-level fields only), the rule for `modify`.

@@ -3,18 +3,22 @@
 //! the first read, and a second process (the CLI) can never interleave between a check and
 //! its update. The methods live with their aggregate in the submodules: [`file`] checks and creates
 //! the file and claims it for a server, [`schema`] probes and migrates it, [`rows`] decodes rows, [`trail`] appends events, [`feed`] reads them,
-//! [`bottles`], [`proposals`], [`decisions`] and [`grants`] change and read the rest, and
-//! [`egress`] is the one egress decision ("may this bottle reach HOST:PORT now?").
+//! and [`bottles`], [`proposals`], [`decisions`] and [`grants`] change and read the rest;
+//! [`gate`] is the git gate's one question, covered or filed, and [`egress`] the one egress
+//! decision ("may this bottle reach HOST:PORT now?").
 
 mod bottles;
 mod decisions;
 mod egress;
 mod feed;
 mod file;
+mod gate;
 mod grants;
 mod proposals;
 mod rows;
 mod schema;
+mod task_rows;
+mod tasks;
 mod trail;
 
 use std::path::{Path, PathBuf};

@@ -5,8 +5,9 @@
 //! nothing else here; [`change`] validates and normalises what a proposal asks for and
 //! computes its risk flags; [`error`] is the one error type; [`clock`] the duration syntax;
 //! [`paths`] finds the database file; [`text`] escapes agent text for display. The [`Store`] itself is `db`, split by aggregate
-//! (`db/bottles.rs`, `db/proposals.rs`, `db/decisions.rs`, `db/grants.rs`, `db/feed.rs`, and
-//! `db/egress.rs`, the one egress decision every enforcement point asks),
+//! (`db/bottles.rs`, `db/proposals.rs`, `db/decisions.rs`, `db/grants.rs`, `db/gate.rs`,
+//! `db/tasks.rs`, `db/feed.rs`, and `db/egress.rs`, the one egress decision every
+//! enforcement point asks),
 //! with the file and migrations in `db/schema.rs`, row decoding in `db/rows.rs` and event
 //! appending in `db/trail.rs`. Every public method is one transaction, and every write
 //! begins with `BEGIN IMMEDIATE` in one place. The schema lives in the workspace's
@@ -27,6 +28,7 @@ pub use db::{ProposalLimits, ServerClaim, Store, StoreOptions};
 pub use error::{StoreError, StoreResult};
 pub use model::{
     Bottle, BottleId, BottleRef, Decision, Delivery, DenyReason, EgressDecision, EndReason, Event,
-    EventKind, Flag, Grant, GrantId, Kind, NewProposal, Proposal, ProposalId, Proposed, Registered,
-    Status, StatusFilter, Swept, Timestamp, UnknownName, Verdict,
+    EventKind, Flag, GateRef, GateVerdict, Grant, GrantId, Kind, NewProposal, Proposal, ProposalId,
+    Proposed, RefUpdate, Registered, Status, StatusFilter, Swept, Task, TaskRead, Timestamp,
+    UnknownName, Verdict,
 };

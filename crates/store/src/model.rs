@@ -209,3 +209,63 @@ pub enum Registered {
     Updated,
     Unchanged,
 }
+
+/// A proposal filed as a task (the 2026-07-28 tasks extension): a second, longer-lived way
+/// to read its outcome, kept apart from delivery (`Proposal::archived_at`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    pub proposal_id: ProposalId,
+    pub bottle_id: BottleId,
+    pub created_at: Timestamp,
+    /// Until when `tasks/get` reads it; `None`: always (the proposal never expired).
+    pub readable_until: Option<Timestamp>,
+    /// The agent cancelled it while the proposal was undecided.
+    pub cancelled_at: Option<Timestamp>,
+}
+
+/// What a task read found: the task and its proposal as they read now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRead {
+    pub task: Task,
+    pub proposal: Proposal,
+    /// This read delivered the outcome (archived the proposal, `delivered` event).
+    pub delivered_now: bool,
+}
+
+/// One ref update of a push through the git gate, as git's `pre-receive` hook reads it,
+/// with what the gate computed of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefUpdate {
+    /// The full ref, e.g. `refs/heads/agent/x`.
+    pub reference: String,
+    /// The ref's commit before the push (all zeros: a creation).
+    pub old: String,
+    /// The ref's commit after the push (all zeros: a deletion).
+    pub new: String,
+    /// `commits`, `subjects`, `files_changed`, `insertions`, `deletions`, `force`,
+    /// `delete`, `create`, as SPEC's git gate section defines them.
+    pub summary: Value,
+    /// The pusher's `justification=` push option, or the newest commit's subject.
+    pub justification: String,
+}
+
+/// What lets one ref update through, or what the gate did instead.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GateRef {
+    /// A one-shot approval of exactly this (ref, old, new); used when the push is accepted.
+    Approved(Proposal),
+    /// A standing `git-push` grant for the ref (a fast-forward or a creation).
+    Granted(Grant),
+    /// Not covered: a proposal was filed, found undecided, or found rejected in the cooldown.
+    Proposed(Proposed),
+    /// Not covered, and nothing could be filed (the bottle's pending cap); the reason.
+    Refused(String),
+}
+
+/// The gate's answer for a whole push: accepted only when every ref update is covered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateVerdict {
+    pub accepted: bool,
+    /// One entry per ref update, in the order given.
+    pub refs: Vec<GateRef>,
+}

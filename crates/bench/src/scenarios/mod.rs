@@ -2,7 +2,7 @@
 //! fixed order, sharing a server between repeated rounds where the figures allow it.
 //!
 //! Families: [`baseline`] (bare hyper), [`propose`], [`poll`] (`check-pending`, `deliver`,
-//! `list`), [`hold`] (`hold`, `hold-bare`), [`wake`] (`wake`, `wake-burst`)
+//! `list`), [`hold`] (`hold`, `hold-bare`), [`wake`] (`wake`, `wake-burst`), [`tasks`],
 //! [`abuse`] (`garbage-batch`, `sigterm-stalled`: what hostile clients cost the server) and
 //! [`egress`] (`squid-acl`: the Squid helper's lookups per second).
 
@@ -13,6 +13,7 @@ mod egress;
 mod hold;
 mod poll;
 mod propose;
+mod tasks;
 mod wake;
 
 use std::sync::Arc;
@@ -26,7 +27,7 @@ use crate::db;
 use crate::stats::Row;
 
 /// Every scenario, in the order they run.
-pub const ALL_SCENARIOS: [&str; 12] = [
+pub const ALL_SCENARIOS: [&str; 13] = [
     "baseline-sqlite",
     "baseline-http",
     "propose",
@@ -36,6 +37,7 @@ pub const ALL_SCENARIOS: [&str; 12] = [
     "deliver",
     "hold",
     "wake",
+    "tasks",
     "garbage-batch",
     "squid-acl",
     "sigterm-stalled",
@@ -229,6 +231,10 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
         rows.push(push(r, "wake", primary.version()));
         let r = wake::wake(ctx, primary, plan.wake, plan.wake_grace, 0.0, "wake-burst").await;
         rows.push(push(r, "wake-burst", primary.version()));
+    }
+    if want("tasks") {
+        let r = tasks::tasks(ctx, plan.wake, plan.wake_rate).await;
+        rows.push(push(r, "tasks", "2026-07-28"));
     }
     if want("garbage-batch") {
         match abuse::garbage_batch(ctx, plan.quick).await {

@@ -95,14 +95,7 @@ fn confirmation(ctx: &Ctx, p: &Proposal, grant_for: Option<Duration>) -> String 
             " {}",
             s.paint(
                 Color::Red,
-                &format!(
-                    "[flags: {}]",
-                    p.flags
-                        .iter()
-                        .map(|f| f.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+                &format!("[flags: {}]", super::queue::flag_names(&p.flags, ", "))
             )
         ));
     }
@@ -166,14 +159,7 @@ pub async fn bulk(
                 s.paint(Color::Cyan, &p.id),
                 s.paint(
                     Color::Red,
-                    &format!(
-                        "[flags: {}]",
-                        p.flags
-                            .iter()
-                            .map(|f| f.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
+                    &format!("[flags: {}]", super::queue::flag_names(&p.flags, ", "))
                 )
             )?;
             continue;

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod bottle;
 pub mod check;
 pub mod decide;
+pub mod gate;
 pub mod list;
 pub mod policy;
 pub mod queue;

@@ -110,9 +110,17 @@ pub fn flags_cell(flags: &[Flag]) -> Cell {
     if flags.is_empty() {
         Cell::new("-")
     } else {
-        let names: Vec<&str> = flags.iter().map(|f| f.as_str()).collect();
-        Cell::colored(names.join(","), Color::Red)
+        Cell::colored(flag_names(flags, ","), Color::Red)
     }
+}
+
+/// The flags' short names joined by `sep`, in the store's order.
+pub fn flag_names(flags: &[Flag], sep: &str) -> String {
+    flags
+        .iter()
+        .map(|f| f.as_str())
+        .collect::<Vec<_>>()
+        .join(sep)
 }
 
 pub fn status_cell(status: Status) -> Cell {

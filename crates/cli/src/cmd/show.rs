@@ -57,6 +57,14 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
             render::age(&p.created_at)
         ),
     ];
+    if let Some(summary) = p.change.get("summary") {
+        lines.push(s.paint(Color::Bold, "push"));
+        lines.extend(
+            summary_lines(summary)
+                .into_iter()
+                .map(|l| format!("{INDENT}{l}")),
+        );
+    }
     if p.flags.is_empty() {
         lines.push(format!("{}none", label("flags")));
     } else {
@@ -109,6 +117,46 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
         .unwrap_or(0);
     for e in events {
         lines.push(format!("{INDENT}{}", event_text(e, actor_width)));
+    }
+    lines
+}
+
+/// A gate push's summary in words: what kind of update, the diffstat, the subjects.
+fn summary_lines(summary: &serde_json::Value) -> Vec<String> {
+    let n = |name: &str| summary[name].as_u64().unwrap_or(0);
+    let plural =
+        |count: u64, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
+    let mut lines = Vec::new();
+    if summary["delete"] == true {
+        lines.push("deletes the ref".to_string());
+        return lines;
+    }
+    let mut what = vec![plural(n("commits"), "commit")];
+    if summary["create"] == true {
+        what.push("creates the ref".into());
+    }
+    if summary["force"] == true {
+        what.push("FORCE PUSH: rewrites history (old is not an ancestor of new)".into());
+    }
+    lines.push(what.join(", "));
+    lines.push(format!(
+        "{} changed, {} insertions(+), {} deletions(-)",
+        plural(n("files_changed"), "file"),
+        n("insertions"),
+        n("deletions")
+    ));
+    let subjects = summary["subjects"].as_array().cloned().unwrap_or_default();
+    for subject in &subjects {
+        lines.push(format!(
+            "- {}",
+            render::one_line(subject.as_str().unwrap_or(""))
+        ));
+    }
+    if n("commits") > subjects.len() as u64 {
+        lines.push(format!(
+            "  ... and {} more",
+            n("commits") - subjects.len() as u64
+        ));
     }
     lines
 }

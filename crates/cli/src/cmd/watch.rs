@@ -114,17 +114,7 @@ pub fn event_line(s: Style, e: &Event) -> String {
         if e.event == EventKind::Proposed {
             let flags = change::flags(*kind, change_value);
             if !flags.is_empty() {
-                parts.push(s.paint(
-                    Color::Red,
-                    &format!(
-                            "[{}]",
-                            flags
-                                .iter()
-                                .map(|f| f.as_str())
-                                .collect::<Vec<_>>()
-                                .join(",")
-                        ),
-                ));
+                parts.push(s.paint(Color::Red, &format!("[{}]", queue::flag_names(&flags, ","))));
             }
         }
     }

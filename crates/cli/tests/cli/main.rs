@@ -13,6 +13,7 @@ mod database;
 mod decide;
 mod egress;
 mod flags;
+mod gate;
 mod grants;
 mod invocation;
 mod output;

@@ -12,12 +12,12 @@ use supervise_protocol::{
     ToolAnnotations, methods, modern_meta, modern_result, negotiate, parse_message, parse_params,
 };
 
-fn fixture(text: &str) -> Value {
+pub(crate) fn fixture(text: &str) -> Value {
     serde_json::from_str(text).expect("fixture is JSON")
 }
 
 /// Classify a request fixture, check it re-encodes to itself, return (method, params).
-fn request(text: &str) -> (String, Option<Value>) {
+pub(crate) fn request(text: &str) -> (String, Option<Value>) {
     match parse_message(text.as_bytes()) {
         Ok(Incoming::Request(req)) => {
             assert_eq!(serde_json::to_value(&req).unwrap(), fixture(text));
@@ -42,7 +42,7 @@ fn result(text: &str) -> Value {
 }
 
 /// Decode `value` as `T`, re-encode it, and require the same JSON back.
-fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(value: &Value) -> T {
+pub(crate) fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(value: &Value) -> T {
     let typed: T = serde_json::from_value(value.clone()).expect("decodes");
     assert_eq!(&serde_json::to_value(&typed).unwrap(), value);
     typed

@@ -1,7 +1,8 @@
 //! What every method handler shares: its view of the request ([`Ctx`]) and the words and
 //! cache hints several methods send.
 
-use supervise_protocol::{ModernMeta, ProtocolVersion};
+use serde_json::json;
+use supervise_protocol::{ErrorObject, ModernMeta, ProtocolVersion, TASKS_EXTENSION};
 use supervise_store::Bottle;
 
 use crate::app::App;
@@ -14,11 +15,28 @@ pub(crate) struct Ctx<'a> {
     /// The revision the request is served under.
     pub(crate) version: ProtocolVersion,
     /// The per-request metadata of a 2026-07-28 request.
-    #[expect(
-        dead_code,
-        reason = "no method reads the client's declared capabilities yet"
-    )]
     pub(crate) modern: Option<ModernMeta>,
+}
+
+impl Ctx<'_> {
+    /// Whether this request declared the tasks extension in its client capabilities (only
+    /// a 2026-07-28 request can).
+    pub(crate) fn declares_tasks(&self) -> bool {
+        self.modern
+            .as_ref()
+            .is_some_and(|m| m.has_extension(TASKS_EXTENSION))
+    }
+
+    /// -32021 for a tasks method called without the extension declared.
+    pub(crate) fn require_tasks(&self) -> Result<(), ErrorObject> {
+        if self.declares_tasks() {
+            Ok(())
+        } else {
+            Err(ErrorObject::missing_required_client_capability(
+                json!({ "extensions": { TASKS_EXTENSION: {} } }),
+            ))
+        }
+    }
 }
 
 /// Guidance for the model, sent in `initialize` and `server/discover`.

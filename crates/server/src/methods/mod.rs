@@ -6,6 +6,10 @@ mod discover;
 mod empty;
 mod initialize;
 mod ping;
+pub(crate) mod subscriptions_listen;
+mod tasks_cancel;
+mod tasks_get;
+mod tasks_update;
 mod tools_call;
 mod tools_list;
 
@@ -26,12 +30,16 @@ pub(crate) enum Method {
     ResourcesList,
     ResourceTemplatesList,
     ResourcesRead,
+    TasksGet,
+    TasksCancel,
+    TasksUpdate,
     Unknown,
 }
 
 impl Method {
     /// The method named `name` in the given era (`initialize` and `ping` do not exist in
-    /// 2026-07-28).
+    /// 2026-07-28; the tasks extension exists only there, and its removed `tasks/list` and
+    /// `tasks/result` are unknown, as are the legacy experimental tasks).
     pub(crate) fn parse(name: &str, modern: bool) -> Method {
         match name {
             methods::INITIALIZE if !modern => Method::Initialize,
@@ -44,6 +52,9 @@ impl Method {
             "resources/list" => Method::ResourcesList,
             "resources/templates/list" => Method::ResourceTemplatesList,
             "resources/read" => Method::ResourcesRead,
+            methods::TASKS_GET if modern => Method::TasksGet,
+            methods::TASKS_CANCEL if modern => Method::TasksCancel,
+            methods::TASKS_UPDATE if modern => Method::TasksUpdate,
             _ => Method::Unknown,
         }
     }
@@ -66,6 +77,9 @@ impl Method {
             Method::ResourceTemplatesList => Ok(empty::list(ctx, "resourceTemplates")),
             Method::PromptsGet => Err(empty::get_prompt(params)),
             Method::ResourcesRead => Err(empty::read_resource(ctx, params)),
+            Method::TasksGet => tasks_get::call(ctx, params).await,
+            Method::TasksCancel => tasks_cancel::call(ctx, params).await,
+            Method::TasksUpdate => tasks_update::call(ctx, params),
             Method::Unknown => Err(ErrorObject::method_not_found(name)),
         }
     }

@@ -17,6 +17,7 @@ use supervise_store::Bottle;
 use crate::answer::{self, Answer};
 use crate::app::App;
 use crate::bottles::Stale;
+use crate::grace::{Filed, Wait};
 
 /// The tool names, in `tools/list` order.
 pub(crate) const NAMES: [&str; 5] = [
@@ -50,27 +51,28 @@ pub(crate) fn parse(name: &str, args: &Map<String, Value>) -> Option<Result<Call
     })
 }
 
-/// Runs a parsed call for `bottle`. When the store refuses `bottle` as a removed generation
-/// (a stale attribution), the address is attributed again, once, and the call runs for the
-/// bottle that has it now, or is refused when none does.
-pub(crate) async fn apply(app: &App, bottle: &Bottle, call: Call) -> Answer {
+/// Runs a parsed call for `bottle`; a proposal tool answers with a task when `wait` says
+/// the call asked for one. When the store refuses `bottle` as a removed generation (a stale
+/// attribution), the address is attributed again, once, and the call runs for the bottle
+/// that has it now, or is refused when none does.
+pub(crate) async fn apply(app: &App, bottle: &Bottle, call: Call, wait: Wait) -> Filed {
     let retry = call.clone();
-    if let Ok(answer) = apply_as(app, bottle, call).await {
+    if let Ok(answer) = apply_as(app, bottle, call, wait).await {
         return answer;
     }
     let ip = bottle.ip;
     match app.bottles.reattribute(&app.store, bottle).await {
         Ok(Some(fresh)) => {
             tracing::info!(%ip, stale = %bottle.slug, bottle = %fresh.slug, "address re-attributed: its bottle was removed");
-            apply_as(app, &fresh, retry)
+            apply_as(app, &fresh, retry, wait)
                 .await
-                .unwrap_or_else(|Stale| unregistered(ip))
+                .unwrap_or_else(|Stale| unregistered(ip).into())
         }
         Ok(None) => {
             tracing::info!(%ip, stale = %bottle.slug, "refused: the bottle of this address was removed");
-            unregistered(ip)
+            unregistered(ip).into()
         }
-        Err(e) => answer::store_failure(&e, "tools/call"),
+        Err(e) => answer::store_failure(&e, "tools/call").into(),
     }
 }
 
@@ -86,13 +88,15 @@ fn unregistered(ip: std::net::IpAddr) -> Answer {
     )
 }
 
-async fn apply_as(app: &App, bottle: &Bottle, call: Call) -> Result<Answer, Stale> {
+async fn apply_as(app: &App, bottle: &Bottle, call: Call, wait: Wait) -> Result<Filed, Stale> {
     match call {
-        Call::ProposeEgress(a) => propose_egress::apply(app, bottle, a).await,
-        Call::ProposeGitPush(a) => propose_git_push::apply(app, bottle, a).await,
-        Call::CheckProposal(a) => check_proposal::apply(app, bottle, a).await,
-        Call::ListProposals => list_proposals::apply(app, bottle).await,
-        Call::WithdrawProposal(a) => withdraw_proposal::apply(app, bottle, a).await,
+        Call::ProposeEgress(a) => propose_egress::apply(app, bottle, a, wait).await,
+        Call::ProposeGitPush(a) => propose_git_push::apply(app, bottle, a, wait).await,
+        Call::CheckProposal(a) => check_proposal::apply(app, bottle, a).await.map(Into::into),
+        Call::ListProposals => list_proposals::apply(app, bottle).await.map(Into::into),
+        Call::WithdrawProposal(a) => withdraw_proposal::apply(app, bottle, a)
+            .await
+            .map(Into::into),
     }
 }
 

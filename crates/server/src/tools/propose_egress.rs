@@ -7,6 +7,7 @@ use supervise_store::{Bottle, Kind};
 use crate::answer::{self, Answer};
 use crate::app::App;
 use crate::bottles::Stale;
+use crate::grace::{Filed, Wait};
 
 pub(crate) const NAME: &str = "propose-egress";
 
@@ -83,7 +84,12 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
     })
 }
 
-pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Result<Answer, Stale> {
+pub(crate) async fn apply(
+    app: &App,
+    bottle: &Bottle,
+    args: Args,
+    wait: Wait,
+) -> Result<Filed, Stale> {
     let mut change = Map::new();
     change.insert("host".into(), Value::from(args.host));
     if let Some(port) = args.port {
@@ -96,6 +102,7 @@ pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Result<Answ
         Value::Object(change),
         args.justification,
         NAME,
+        wait,
     )
     .await
 }

@@ -7,6 +7,7 @@ use supervise_store::{Bottle, Kind};
 use crate::answer::Answer;
 use crate::app::App;
 use crate::bottles::Stale;
+use crate::grace::{Filed, Wait};
 
 pub(crate) const NAME: &str = "propose-git-push";
 
@@ -64,7 +65,21 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
     })
 }
 
-pub(crate) async fn apply(app: &App, bottle: &Bottle, args: Args) -> Result<Answer, Stale> {
+pub(crate) async fn apply(
+    app: &App,
+    bottle: &Bottle,
+    args: Args,
+    wait: Wait,
+) -> Result<Filed, Stale> {
     let change = json!({ "remote": args.remote, "ref": args.git_ref });
-    crate::grace::file_and_wait(app, bottle, Kind::GitPush, change, args.justification, NAME).await
+    crate::grace::file_and_wait(
+        app,
+        bottle,
+        Kind::GitPush,
+        change,
+        args.justification,
+        NAME,
+        wait,
+    )
+    .await
 }

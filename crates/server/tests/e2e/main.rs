@@ -9,4 +9,5 @@ mod health;
 mod in_process;
 mod protocol;
 mod shutdown;
+mod tasks;
 mod tools;

@@ -49,7 +49,34 @@ pub fn flags(kind: Kind, change: &Value) -> Vec<Flag> {
             if is_lookalike(remote) || reference.split('/').any(is_lookalike) {
                 out.push(Flag::Lookalike);
             }
+            if let Some(summary) = change.get("summary") {
+                out.extend(summary_flags(summary));
+            }
         }
+    }
+    out
+}
+
+/// A gate push over this many commits is `large-push`.
+pub const LARGE_PUSH_COMMITS: u64 = 100;
+/// A gate push changing over this many lines (insertions plus deletions) is `large-push`.
+pub const LARGE_PUSH_LINES: u64 = 10_000;
+
+/// The flags of a gate push's summary: force, deletion, size.
+fn summary_flags(summary: &Value) -> Vec<Flag> {
+    let yes = |name: &str| summary.get(name).and_then(Value::as_bool) == Some(true);
+    let count = |name: &str| summary.get(name).and_then(Value::as_u64).unwrap_or(0);
+    let mut out = Vec::new();
+    if yes("force") {
+        out.push(Flag::ForcePush);
+    }
+    if yes("delete") {
+        out.push(Flag::RefDeletion);
+    }
+    if count("commits") > LARGE_PUSH_COMMITS
+        || count("insertions").saturating_add(count("deletions")) > LARGE_PUSH_LINES
+    {
+        out.push(Flag::LargePush);
     }
     out
 }
@@ -506,6 +533,25 @@ mod tests {
                 "{reference:?}"
             );
         }
+    }
+
+    #[test]
+    fn gate_pushes_are_flagged_by_their_summary() {
+        let push = |force: bool, delete: bool, commits: u64, lines: u64| {
+            let summary = json!({"commits": commits, "subjects": [], "files_changed": 1,
+                "insertions": lines, "deletions": 0, "force": force, "delete": delete,
+                "create": false});
+            names(&flags(
+                Kind::GitPush,
+                &json!({"remote": "origin", "ref": "refs/heads/x", "summary": summary}),
+            ))
+        };
+        assert!(push(false, false, 1, 1).is_empty());
+        assert_eq!(push(true, false, 1, 1), ["force-push"]);
+        assert_eq!(push(false, true, 0, 0), ["ref-deletion"]);
+        assert_eq!(push(false, false, 101, 1), ["large-push"]);
+        assert_eq!(push(false, false, 100, 10_001), ["large-push"]);
+        assert!(push(false, false, 100, 10_000).is_empty());
     }
 
     #[test]

@@ -3,15 +3,61 @@
 
 use serde_json::{Map, Value};
 
+mod summary;
+
 use super::{MAX_REF_LEN, MAX_REMOTE_LEN, invalid, refuse_unknown, required_str};
 use crate::error::StoreResult;
 use crate::text;
+pub use summary::{MAX_SUBJECT_CHARS, MAX_SUBJECTS, is_zero};
+use summary::{object_id, validate_summary};
 
 pub(super) fn normalise_git_push(obj: &Map<String, Value>) -> StoreResult<Value> {
-    refuse_unknown(obj, &["remote", "ref"])?;
+    refuse_unknown(obj, &["remote", "ref", "old", "new", "summary"])?;
     let remote = validate_remote(required_str(obj, "remote")?)?;
+    if !["old", "new", "summary"]
+        .iter()
+        .any(|f| obj.contains_key(*f))
+    {
+        // A standing push (from `propose-git-push`): a ref, or a namespace ending in `/*`.
+        let reference = normalise_ref_pattern(required_str(obj, "ref")?)?;
+        return Ok(serde_json::json!({ "remote": remote, "ref": reference }));
+    }
+    // One push through the gate: exactly (ref, old, new), with what git saw in it.
     let reference = normalise_ref(required_str(obj, "ref")?)?;
-    Ok(serde_json::json!({ "remote": remote, "ref": reference }))
+    let old = object_id("old", required_str(obj, "old")?)?;
+    let new = object_id("new", required_str(obj, "new")?)?;
+    if old == new {
+        return Err(invalid("new", "must differ from old"));
+    }
+    if old.len() != new.len() {
+        return Err(invalid("new", "must be the same kind of object id as old"));
+    }
+    let summary = validate_summary(obj.get("summary"), is_zero(&old), is_zero(&new))?;
+    Ok(serde_json::json!({
+        "remote": remote, "ref": reference, "old": old, "new": new, "summary": summary,
+    }))
+}
+
+/// A standing grant's ref: a ref by [`normalise_ref`], or a namespace `prefix/*` whose
+/// prefix is one (`agent/*` becomes `refs/heads/agent/*`).
+pub fn normalise_ref_pattern(raw: &str) -> StoreResult<String> {
+    match raw.strip_suffix("/*") {
+        Some(prefix) if !prefix.is_empty() => {
+            let full = normalise_ref(&format!("{prefix}/x"))?;
+            Ok(format!("{}*", &full[..full.len() - 1]))
+        }
+        _ => normalise_ref(raw),
+    }
+}
+
+/// Whether a standing grant's ref (exact, or ending in `/*`) covers `reference`.
+pub fn ref_covers(pattern: &str, reference: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) if prefix.ends_with('/') => {
+            reference.len() > prefix.len() && reference.starts_with(prefix)
+        }
+        _ => pattern == reference,
+    }
 }
 
 /// URL schemes a remote may use: authenticated transports only. `http://` and `git://` are
@@ -331,6 +377,27 @@ mod tests {
         ] {
             assert!(normalise_ref(bad).is_err(), "{bad:?} should be refused");
         }
+    }
+
+    #[test]
+    fn namespaces_end_in_a_star_and_cover_what_is_below() {
+        assert_eq!(
+            normalise_ref_pattern("agent/*").unwrap(),
+            "refs/heads/agent/*"
+        );
+        assert_eq!(
+            normalise_ref_pattern("refs/heads/*").unwrap(),
+            "refs/heads/*"
+        );
+        for bad in ["*", "/*", "a*/*", "agent/**", "refs/*"] {
+            assert!(normalise_ref_pattern(bad).is_err(), "{bad:?}");
+        }
+        assert!(ref_covers("refs/heads/agent/*", "refs/heads/agent/x"));
+        assert!(ref_covers("refs/heads/agent/*", "refs/heads/agent/x/y"));
+        assert!(!ref_covers("refs/heads/agent/*", "refs/heads/agent"));
+        assert!(!ref_covers("refs/heads/agent/*", "refs/heads/agents/x"));
+        assert!(ref_covers("refs/heads/x", "refs/heads/x"));
+        assert!(!ref_covers("refs/heads/x", "refs/heads/x/y"));
     }
 
     fn remote_refusal(remote: &str) -> String {

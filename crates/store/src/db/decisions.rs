@@ -179,35 +179,8 @@ impl Store {
         let mut w = self.write().await?;
         let now = Timestamp::now();
         live_generation(w.conn(), bottle_id).await?;
-        let mut p = open_proposal_of(w.conn(), bottle_id, id, &now)
-            .await?
-            .ok_or_else(|| StoreError::ProposalNotFound(id.into()))?;
-        if p.status != Status::Pending {
-            return Err(not_pending(id.into(), &p));
-        }
-        sqlx::query(
-            "UPDATE proposals SET status = 'withdrawn', archived_at = ? WHERE id = ? AND status = 'pending'",
-        )
-        .bind(now.as_str())
-        .bind(id)
-        .execute(w.conn())
-        .await?;
-        let change_text = p.change.to_string();
-        record(
-            w.conn(),
-            &now,
-            NewEvent {
-                bottle_id: Some(bottle_id),
-                proposal_id: Some(id),
-                kind: Some(p.kind),
-                change: Some(&change_text),
-                ..NewEvent::new(EventKind::Withdrawn, &actor_bottle(&p.bottle))
-            },
-        )
-        .await?;
+        let p = withdraw_in(w.conn(), bottle_id, id, &now).await?;
         w.commit().await?;
-        p.status = Status::Withdrawn;
-        p.archived_at = Some(now);
         tracing::info!(bottle = %p.bottle, proposal = %id, "proposal withdrawn");
         Ok(p)
     }
@@ -274,6 +247,45 @@ impl Store {
     }
 }
 
+/// Withdraws the bottle's own undecided proposal `id` (archived at once, `withdrawn` event,
+/// actor the bottle); anything but an open pending proposal is refused.
+pub(super) async fn withdraw_in(
+    conn: &mut SqliteConnection,
+    bottle_id: BottleId,
+    id: &str,
+    now: &Timestamp,
+) -> StoreResult<Proposal> {
+    let mut p = open_proposal_of(conn, bottle_id, id, now)
+        .await?
+        .ok_or_else(|| StoreError::ProposalNotFound(id.into()))?;
+    if p.status != Status::Pending {
+        return Err(not_pending(id.into(), &p));
+    }
+    sqlx::query(
+        "UPDATE proposals SET status = 'withdrawn', archived_at = ? WHERE id = ? AND status = 'pending'",
+    )
+    .bind(now.as_str())
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
+    let change_text = p.change.to_string();
+    record(
+        conn,
+        now,
+        NewEvent {
+            bottle_id: Some(bottle_id),
+            proposal_id: Some(id),
+            kind: Some(p.kind),
+            change: Some(&change_text),
+            ..NewEvent::new(EventKind::Withdrawn, &actor_bottle(&p.bottle))
+        },
+    )
+    .await?;
+    p.status = Status::Withdrawn;
+    p.archived_at = Some(now.clone());
+    Ok(p)
+}
+
 fn not_pending(id: String, p: &Proposal) -> StoreError {
     StoreError::NotPending {
         id,
@@ -313,7 +325,7 @@ async fn insert_grant(
 /// Inside a write transaction: delivers a decided (or expired) open proposal of the bottle
 /// (archives it and records `delivered`); a pending one is returned as is, anything else is
 /// `Unknown`.
-async fn deliver_in(
+pub(super) async fn deliver_in(
     conn: &mut SqliteConnection,
     bottle_id: BottleId,
     id: &str,

@@ -13,6 +13,7 @@ use crate::model::{Bottle, BottleId, EndReason, EventKind, Grant, Timestamp};
 
 impl Store {
     /// The grants in force for a live bottle, oldest first, each with its last recorded use.
+    /// A git gate's one-shot approval is in force until a push uses it.
     pub async fn grants_in_force(&self, slug: &str) -> StoreResult<Vec<Grant>> {
         let now = Timestamp::now();
         let mut conn = self.inner.pool.acquire().await?;
@@ -21,7 +22,9 @@ impl Store {
             .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
         let rows: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{GRANT_COLUMNS_WITH_USE} WHERE g.bottle_id = ? AND g.ended_at IS NULL \
-             AND (g.expires_at IS NULL OR g.expires_at > ?) ORDER BY g.created_at"
+             AND (g.expires_at IS NULL OR g.expires_at > ?) \
+             AND NOT EXISTS (SELECT 1 FROM proposals u WHERE u.id = g.proposal_id \
+                             AND u.gate_used_at IS NOT NULL) ORDER BY g.created_at"
         )))
         .bind(bottle.id.get())
         .bind(now.as_str())
@@ -43,7 +46,9 @@ impl Store {
         .await?;
         let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{GRANT_COLUMNS_WITH_USE} WHERE b.removed_at IS NULL AND g.ended_at IS NULL \
-             AND (g.expires_at IS NULL OR g.expires_at > ?) ORDER BY g.created_at"
+             AND (g.expires_at IS NULL OR g.expires_at > ?) \
+             AND NOT EXISTS (SELECT 1 FROM proposals u WHERE u.id = g.proposal_id \
+                             AND u.gate_used_at IS NOT NULL) ORDER BY g.created_at"
         )))
         .bind(now.as_str())
         .fetch_all(&mut *tx)

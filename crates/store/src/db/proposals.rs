@@ -7,6 +7,7 @@ use tracing::instrument;
 
 use super::bottles::live_generation;
 use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
+use super::task_rows::open_task_in;
 use super::trail::{
     NewEvent, SYSTEM, actor_bottle, hits_note, record, record_expired, repeat_is_due,
 };
@@ -15,8 +16,11 @@ use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     BottleId, Event, EventKind, Flag, Kind, NewProposal, Proposal, ProposalId, Proposed, Status,
-    StatusFilter, Timestamp,
+    StatusFilter, Task, Timestamp,
 };
+
+/// What filing one item gave: the proposal, and its task when one was asked for and opened.
+type FiledAs = (Proposed, Option<Task>);
 
 impl Store {
     /// Files one proposal. See [`Store::propose_many`].
@@ -30,29 +34,55 @@ impl Store {
     /// Files several proposals in one transaction (group commit): every caller's proposal is
     /// durable when this returns. Each item gets its own result; an invalid item does not
     /// spoil the others. The outer error means nothing at all was written.
-    #[instrument(skip_all, fields(items = items.len()), err)]
     pub async fn propose_many(
         &self,
         items: Vec<NewProposal>,
     ) -> StoreResult<Vec<StoreResult<Proposed>>> {
-        let prepared: Vec<StoreResult<Prepared>> = items.into_iter().map(prepare).collect();
-        if prepared.iter().all(Result::is_err) {
+        let items = items.into_iter().map(|i| (i, false)).collect();
+        Ok(self
+            .propose_many_as(items)
+            .await?
+            .into_iter()
+            .map(|r| r.map(|(p, _)| p))
+            .collect())
+    }
+
+    /// [`Store::propose_many`] where an item marked `true` was asked for as a task: a
+    /// proposal that stays undecided (created or repeated, not auto-rejected) gets its task
+    /// opened in the same transaction (see [`Store::open_task`]), so a task costs no commit
+    /// of its own.
+    #[instrument(skip_all, fields(items = items.len()), err)]
+    pub async fn propose_many_as(
+        &self,
+        items: Vec<(NewProposal, bool)>,
+    ) -> StoreResult<Vec<StoreResult<FiledAs>>> {
+        let prepared: Vec<(StoreResult<Prepared>, bool)> = items
+            .into_iter()
+            .map(|(item, as_task)| (prepare(item), as_task))
+            .collect();
+        if prepared.iter().all(|(p, _)| p.is_err()) {
             return Ok(prepared
                 .into_iter()
-                .map(|p| p.map(|_| unreachable!()))
+                .map(|(p, _)| p.map(|_| unreachable!()))
                 .collect());
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
         let mut out = Vec::with_capacity(prepared.len());
-        for item in prepared {
+        for (item, as_task) in prepared {
             out.push(match item {
                 Err(e) => Err(e),
-                Ok(p) => propose_in(w.conn(), &self.inner.limits, p, &now).await?,
+                Ok(p) => match propose_in(w.conn(), &self.inner.limits, p, &now).await? {
+                    Ok(filed @ (Proposed::Created(_) | Proposed::Repeated(_))) if as_task => {
+                        let task = open_task_in(w.conn(), filed.proposal(), &now).await?;
+                        Ok((filed, Some(task)))
+                    }
+                    other => other.map(|filed| (filed, None)),
+                },
             });
         }
         w.commit().await?;
-        for r in out.iter().flatten() {
+        for (r, _) in out.iter().flatten() {
             let p = r.proposal();
             match r {
                 Proposed::Created(_) => {

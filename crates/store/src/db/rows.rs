@@ -10,7 +10,7 @@ use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     Bottle, BottleId, Decision, EndReason, Event, EventKind, Flag, Grant, GrantId, Kind, Proposal,
-    ProposalId, Status, Timestamp, UnknownName,
+    ProposalId, Status, Task, Timestamp, UnknownName,
 };
 
 pub(super) const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.slug, p.kind, p.change, \
@@ -204,6 +204,36 @@ impl TryFrom<EventRow> for Event {
             kind: r.kind.map(|k| c.parse::<Kind>("kind", &k)).transpose()?,
             change: c.opt_json("change", r.change)?,
             note: r.note,
+        })
+    }
+}
+
+pub(super) const TASK_COLUMNS: &str =
+    "SELECT proposal_id, bottle_id, created_at, readable_until, cancelled_at FROM tasks";
+
+#[derive(FromRow)]
+pub(super) struct TaskRow {
+    proposal_id: String,
+    bottle_id: i64,
+    created_at: String,
+    readable_until: Option<String>,
+    cancelled_at: Option<String>,
+}
+
+impl TryFrom<TaskRow> for Task {
+    type Error = StoreError;
+
+    fn try_from(r: TaskRow) -> StoreResult<Task> {
+        let c = Cells {
+            table: "tasks",
+            id: &r.proposal_id,
+        };
+        Ok(Task {
+            created_at: c.time("created_at", r.created_at)?,
+            readable_until: c.opt_time("readable_until", r.readable_until)?,
+            cancelled_at: c.opt_time("cancelled_at", r.cancelled_at)?,
+            bottle_id: BottleId::from_row(r.bottle_id),
+            proposal_id: ProposalId::from_row(r.proposal_id),
         })
     }
 }

@@ -173,6 +173,12 @@ vocabulary! {
         Lookalike = "lookalike",
         /// An operator's modified change allows more than the proposed one.
         Widened = "widened",
+        /// A gate push whose old commit is not an ancestor of the new one.
+        ForcePush = "force-push",
+        /// A gate push that deletes the ref.
+        RefDeletion = "ref-deletion",
+        /// A gate push of over 100 commits or over 10,000 changed lines.
+        LargePush = "large-push",
         /// Filed by the egress proxy's helper for a connection it refused, not asked for by
         /// the agent: what the bottle actually tried.
         Observed = "observed",

@@ -18,18 +18,18 @@
 //! those written while no server ran.
 
 use std::collections::{HashMap, VecDeque};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use supervise_store::{BottleId, Event, Store};
-use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
 use tokio::task::JoinSet;
 
 use crate::feed::{Subscription, Update};
+
+mod process;
+
 use crate::shutdown::Shutdown;
+use process::run_one;
 
 /// How hooks run.
 #[derive(Debug, Clone)]
@@ -57,22 +57,6 @@ impl HookConfig {
 const LANE: usize = 64;
 /// How long the runner waits before retrying a store read or write that failed.
 const RETRY: Duration = Duration::from_millis(500);
-
-/// The JSON document a hook reads on stdin (SPEC "Events").
-pub(crate) fn event_document(ev: &Event) -> serde_json::Value {
-    json!({
-        "event": ev.event,
-        "at": ev.at,
-        "actor": ev.actor,
-        "bottle": ev.bottle,
-        "proposal_id": ev.proposal_id,
-        "grant_id": ev.grant_id,
-        "kind": ev.kind,
-        "change": ev.change,
-        "note": ev.note,
-        "seq": ev.seq,
-    })
-}
 
 /// The lane an event waits in: its bottle generation, or `None` for events of no bottle.
 type LaneKey = Option<BottleId>;
@@ -282,101 +266,10 @@ async fn next_of_lane(
     Ok(ev)
 }
 
-async fn run_one(config: &HookConfig, ev: &Event) {
-    let doc = event_document(ev).to_string();
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(&config.command)
-        .env("SUPERVISE_EVENT", ev.event.as_str())
-        .env(
-            "SUPERVISE_PROPOSAL_ID",
-            ev.proposal_id.as_deref().unwrap_or(""),
-        )
-        .env("SUPERVISE_BOTTLE", ev.bottle.as_deref().unwrap_or(""))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(event = %ev.event, seq = ev.seq, error = %e, "hook could not start");
-            return;
-        }
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        // A hook that ignores stdin may close it early; that is not a failure.
-        let _ = stdin.write_all(doc.as_bytes()).await;
-        let _ = stdin.write_all(b"\n").await;
-    }
-    let mut group = GroupGuard(child.id());
-    match tokio::time::timeout(config.timeout, child.wait_with_output()).await {
-        Ok(Ok(out)) if out.status.success() => {
-            group.disarm();
-            tracing::debug!(event = %ev.event, seq = ev.seq, "hook ran");
-        }
-        Ok(Ok(out)) => {
-            group.disarm();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let stderr: String = stderr.trim().chars().take(300).collect();
-            tracing::warn!(event = %ev.event, seq = ev.seq, status = %out.status, stderr, "hook failed");
-        }
-        Ok(Err(e)) => {
-            group.disarm();
-            tracing::warn!(event = %ev.event, seq = ev.seq, error = %e, "hook failed")
-        }
-        Err(_) => {
-            // The child itself is killed on drop; the guard below kills the rest of its group.
-            tracing::warn!(
-                event = %ev.event,
-                seq = ev.seq,
-                timeout_s = config.timeout.as_secs_f64(),
-                "hook timed out and was killed"
-            );
-        }
-    }
-}
-
-/// Kills a hook's process group when dropped: on timeout, and when the task is dropped
-/// mid-run (server shutdown), so no hook outlives the server. A hook that exited by itself
-/// disarms it: its group is gone or belongs to children it chose to leave running.
-struct GroupGuard(Option<u32>);
-
-impl GroupGuard {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0.take() {
-            kill_group(pid);
-        }
-    }
-}
-
-/// Kills the process group a hook leads (it was started with `process_group(0)`, so its
-/// group id is its pid). Refuses anything that is not a plain child's group.
-#[cfg(unix)]
-fn kill_group(pid: u32) {
-    let Some(pid) = i32::try_from(pid)
-        .ok()
-        .filter(|&p| p > 1)
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return;
-    };
-    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-}
-
-#[cfg(not(unix))]
-fn kill_group(_pid: u32) {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::time::Instant;
     use supervise_store::{BottleId, Kind, NewProposal, Store, StoreOptions, Verdict};
 

@@ -1,0 +1,194 @@
+//! The git gate's question, asked for a whole push in one transaction: is each ref update
+//! covered (a one-shot approval of exactly its (ref, old, new) not used yet, or a standing
+//! `git-push` grant for fast-forwards and creations)? If all are, the one-shot approvals
+//! are used; if not, a proposal is filed (or found) for each update that is not.
+
+use serde_json::{Value, json};
+use sqlx::sqlite::SqliteConnection;
+use tracing::instrument;
+
+use super::Store;
+use super::bottles::live_bottle_by_slug;
+use super::proposals::{prepare, propose_in};
+use super::rows::{GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
+use super::trail::{NewEvent, record};
+use crate::change;
+use crate::error::{StoreError, StoreResult};
+use crate::model::{
+    BottleId, EventKind, GateRef, GateVerdict, Grant, Kind, NewProposal, Proposal, RefUpdate,
+    Timestamp,
+};
+
+/// The actor of what the gate does: using an approval for a push.
+pub(super) const GATE: &str = "system:gate";
+
+impl Store {
+    /// Decides one push of bottle `slug` to the upstream `remote` the gate stands for. All
+    /// or nothing: accepted only when every update is covered, and only then are the
+    /// one-shot approvals used (each proposal marked used, archived if the agent had not
+    /// polled it, and a `delivered` event by `system:gate`). Otherwise nothing is used and
+    /// each uncovered update is filed like any proposal of the bottle (identical undecided
+    /// ones count a hit, a rejection within the cooldown answers at once). An invalid update
+    /// refuses the whole push and writes nothing.
+    #[instrument(skip(self, updates), fields(updates = updates.len()), err)]
+    pub async fn gate_push(
+        &self,
+        slug: &str,
+        remote: &str,
+        updates: Vec<RefUpdate>,
+    ) -> StoreResult<GateVerdict> {
+        let mut w = self.write().await?;
+        let now = Timestamp::now();
+        let bottle = live_bottle_by_slug(w.conn(), slug)
+            .await?
+            .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
+        let mut items = Vec::with_capacity(updates.len());
+        for u in updates {
+            let change = change::normalise(
+                Kind::GitPush,
+                &json!({ "remote": remote, "ref": u.reference, "old": u.old, "new": u.new,
+                         "summary": u.summary }),
+            )?;
+            let covered = covered(w.conn(), bottle.id, &change, &now).await?;
+            items.push((change, u.justification, covered));
+        }
+        let accepted = items.iter().all(|(_, _, c)| c.is_some());
+        let mut refs = Vec::with_capacity(items.len());
+        for (change, justification, covered) in items {
+            refs.push(match covered {
+                Some(GateRef::Approved(p)) if accepted => {
+                    GateRef::Approved(use_approval(w.conn(), p, &now).await?)
+                }
+                Some(c) => c,
+                None => {
+                    let item = prepare(NewProposal {
+                        bottle_id: bottle.id,
+                        kind: Kind::GitPush,
+                        change,
+                        justification,
+                    })?;
+                    match propose_in(w.conn(), &self.inner.limits, item, &now).await? {
+                        Ok(proposed) => GateRef::Proposed(proposed),
+                        Err(e @ StoreError::PendingCapReached { .. }) => {
+                            GateRef::Refused(e.to_string())
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            });
+        }
+        w.commit().await?;
+        for r in &refs {
+            match r {
+                GateRef::Approved(p) => {
+                    tracing::info!(bottle = %p.bottle, proposal = %p.id, "approval used by the gate")
+                }
+                GateRef::Granted(g) => {
+                    tracing::info!(bottle = %g.bottle, grant = %g.id, "push covered by a grant")
+                }
+                GateRef::Proposed(p) => {
+                    let p = p.proposal();
+                    tracing::info!(bottle = %p.bottle, proposal = %p.id, hits = p.hits, "push needs a decision")
+                }
+                GateRef::Refused(why) => tracing::info!(bottle = slug, why, "push refused"),
+            }
+        }
+        Ok(GateVerdict { accepted, refs })
+    }
+}
+
+fn text<'a>(change: &'a Value, field: &str) -> &'a str {
+    change.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+/// What covers one normalised gate change, if anything: a one-shot approval first (it is
+/// exact), else a standing grant when the update is neither a force push nor a deletion.
+async fn covered(
+    conn: &mut SqliteConnection,
+    bottle_id: BottleId,
+    change: &Value,
+    now: &Timestamp,
+) -> StoreResult<Option<GateRef>> {
+    // An approval counts while its grant is in force: a revoked or expired one covers nothing.
+    let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.kind = 'git-push' \
+         AND p.status IN ('approved', 'modified') AND p.gate_used_at IS NULL \
+         AND g.ended_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > ?) \
+         AND json_extract(p.decision_change, '$.remote') = ? \
+         AND json_extract(p.decision_change, '$.ref') = ? \
+         AND json_extract(p.decision_change, '$.old') = ? \
+         AND json_extract(p.decision_change, '$.new') = ? \
+         ORDER BY p.decided_at LIMIT 1"
+    )))
+    .bind(bottle_id.get())
+    .bind(now.as_str())
+    .bind(text(change, "remote"))
+    .bind(text(change, "ref"))
+    .bind(text(change, "old"))
+    .bind(text(change, "new"))
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(row) = row {
+        return Ok(Some(GateRef::Approved(row.at(now)?)));
+    }
+    let summary = &change["summary"];
+    if summary["force"] == true || summary["delete"] == true {
+        return Ok(None);
+    }
+    // Standing grants carry no `new`: they came from `propose-git-push`, not from a push.
+    let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{GRANT_COLUMNS} WHERE g.bottle_id = ? AND g.kind = 'git-push' AND g.ended_at IS NULL \
+         AND (g.expires_at IS NULL OR g.expires_at > ?) \
+         AND json_extract(g.change, '$.new') IS NULL \
+         AND json_extract(g.change, '$.remote') = ? ORDER BY g.created_at"
+    )))
+    .bind(bottle_id.get())
+    .bind(now.as_str())
+    .bind(text(change, "remote"))
+    .fetch_all(&mut *conn)
+    .await?;
+    for row in grants {
+        let grant = Grant::try_from(row)?;
+        if change::ref_covers(text(&grant.change, "ref"), text(change, "ref")) {
+            return Ok(Some(GateRef::Granted(grant)));
+        }
+    }
+    Ok(None)
+}
+
+/// Uses a one-shot approval: marks it used (once: the guard is `gate_used_at IS NULL`),
+/// archives it if the agent had not polled it, and records the use as `delivered`.
+async fn use_approval(
+    conn: &mut SqliteConnection,
+    mut p: Proposal,
+    now: &Timestamp,
+) -> StoreResult<Proposal> {
+    sqlx::query(
+        "UPDATE proposals SET gate_used_at = ?1, archived_at = COALESCE(archived_at, ?1) \
+         WHERE id = ?2 AND gate_used_at IS NULL",
+    )
+    .bind(now.as_str())
+    .bind(p.id.as_str())
+    .execute(&mut *conn)
+    .await?;
+    let change = p
+        .decision
+        .as_ref()
+        .and_then(|d| d.change.as_ref())
+        .map(Value::to_string);
+    record(
+        conn,
+        now,
+        NewEvent {
+            bottle_id: Some(p.bottle_id),
+            proposal_id: Some(&p.id),
+            kind: Some(p.kind),
+            change: change.as_deref(),
+            note: Some(p.status.as_str()),
+            ..NewEvent::new(EventKind::Delivered, GATE)
+        },
+    )
+    .await?;
+    p.archived_at.get_or_insert_with(|| now.clone());
+    Ok(p)
+}
