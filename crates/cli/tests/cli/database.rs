@@ -48,12 +48,7 @@ fn a_foreign_file_is_refused_and_left_untouched() {
 #[test]
 fn a_held_write_lock_gives_database_is_busy_within_the_timeout() {
     use std::io::Write;
-    if std::process::Command::new("sqlite3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no sqlite3 command to hold the write lock");
+    if !crate::util::have("sqlite3") {
         return;
     }
     let env = Env::new();

@@ -381,8 +381,7 @@ fn the_bottle_sees_gate_proposals_and_a_polled_approval_still_pushes_once() {
 
 #[test]
 fn a_busy_database_refuses_the_push_within_the_busy_timeout_writing_nothing() {
-    if Command::new("sqlite3").arg("--version").output().is_err() {
-        eprintln!("skipped: no sqlite3 command to hold the write lock");
+    if !crate::util::have("sqlite3") {
         return;
     }
     let g = Gate::new();

@@ -186,3 +186,18 @@ pub fn find<'a>(doc: &'a Value, id: &str) -> &'a Value {
         .find(|p| p["id"] == id)
         .unwrap_or_else(|| panic!("{id} not in {doc}"))
 }
+
+/// Whether `program` can be run here. When it cannot, says `SKIPPED` loudly and returns
+/// false, except under CI (`CI=true`), where a missing program is a failure: `.ci/run`
+/// installs every program the tests need, so there a skip would hide a broken set-up.
+pub fn have(program: &str) -> bool {
+    if Command::new(program).arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{program} is missing, and under CI=true a test may not skip (.ci/run installs it)"
+    );
+    eprintln!("SKIPPED: {program} not installed (apt-get install {program})");
+    false
+}
