@@ -8,7 +8,8 @@
 //! - `bad_input`: the bad input catalogue, each case refused with the right error;
 //! - `fuzz`: generated and mutated `tools/call` requests (`scripts/fuzz.sh`);
 //! - `backpressure`: the pending cap and the waiting-call limits;
-//! - `busy`: a write lock held by another process.
+//! - `busy`: a write lock held by another process;
+//! - `gate`: the git gate with real git, the bottle on MCP and the operator on the CLI.
 //!
 //! Run one with a filter: `cargo test -p supervise-tests --test suite -- crash::`.
 
@@ -19,4 +20,5 @@ mod crash;
 mod delivery;
 mod e2e;
 mod fuzz;
+mod gate;
 mod stories;
