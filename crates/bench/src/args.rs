@@ -68,8 +68,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub quick: bool,
     /// Scenarios to run (comma-separated or repeated): baseline-sqlite, baseline-http,
-    /// propose, propose-capped, check-pending, list, deliver, hold, wake, garbage-batch,
-    /// sigterm-stalled.
+    /// propose, propose-capped, check-pending, list, deliver, hold, wake, tasks,
+    /// garbage-batch, squid-acl, sigterm-stalled.
     #[arg(long, value_delimiter = ',')]
     pub scenario: Vec<String>,
     /// Protocol era the load generator speaks.
