@@ -109,18 +109,23 @@ impl Store {
     #[instrument(skip(self), err)]
     pub async fn take_decision(&self, bottle_id: BottleId, id: &str) -> StoreResult<Delivery> {
         let now = Timestamp::now();
-        let peek = {
-            let mut tx = self.inner.pool.begin().await?;
-            live_generation(&mut tx, bottle_id).await?;
-            let p = open_proposal_of(&mut tx, bottle_id, id, &now).await?;
-            tx.commit().await?;
-            p
-        };
+        // The peek is one read, without the write lock or a transaction. A pending proposal
+        // found here proves its generation live: removing a bottle withdraws its undecided
+        // proposals in the same transaction, so a removed generation has none. Only when
+        // nothing is found is the generation looked up, to tell a removed bottle (which
+        // the server re-attributes) from an unknown id. A decided proposal is checked
+        // again below, inside the write transaction that delivers it.
+        let mut conn = self.inner.pool.acquire().await?;
+        let peek = open_proposal_of(&mut conn, bottle_id, id, &now).await?;
         match peek {
-            None => return Ok(Delivery::Unknown),
+            None => {
+                live_generation(&mut conn, bottle_id).await?;
+                return Ok(Delivery::Unknown);
+            }
             Some(p) if p.status == Status::Pending => return Ok(Delivery::Pending(p)),
             Some(_) => {}
         }
+        drop(conn);
         let mut w = self.write().await?;
         let now = Timestamp::now();
         live_generation(w.conn(), bottle_id).await?;
