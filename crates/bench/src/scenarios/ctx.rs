@@ -114,3 +114,42 @@ pub(super) fn propose_args(host: &str) -> String {
 pub(super) fn check_args(id: &str) -> String {
     format!(r#"{{"proposal_id":"{id}"}}"#)
 }
+
+/// Runs this executable's `decide` subcommand in another process, as an operator's CLI
+/// would: it decides the proposals listed in `ids_file` at `rate` per second (0: back to
+/// back) and prints each one's commit time, returned here by proposal id.
+pub(super) async fn run_decider(
+    db_path: &Path,
+    ids_file: &Path,
+    rate: f64,
+    expected: usize,
+) -> Result<std::collections::HashMap<String, u64>> {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(std::env::current_exe()?)
+        .arg("decide")
+        .arg("--db")
+        .arg(db_path)
+        .arg("--ids")
+        .arg(ids_file)
+        .arg("--rate")
+        .arg(rate.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .context("starting the decider")?;
+    let stdout = child.stdout.take().context("decider stdout")?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let mut committed = std::collections::HashMap::with_capacity(expected);
+    while let Some(line) = lines.next_line().await? {
+        if let Some((id, ns)) = line.split_once(' ')
+            && let Ok(ns) = ns.parse()
+        {
+            committed.insert(id.to_string(), ns);
+        }
+    }
+    let status = child.wait().await?;
+    if !status.success() {
+        bail!("the decider failed ({status})");
+    }
+    Ok(committed)
+}

@@ -16,9 +16,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
-use tokio::io::AsyncBufReadExt;
 
-use super::ctx::{Ctx, Under, propose_args};
+use super::ctx::{Ctx, Under, propose_args, run_decider};
 use crate::client::{Target, tcp_connect};
 use crate::stats::{Latency, Row, fmt_us, rate};
 use crate::sys;
@@ -159,31 +158,7 @@ pub async fn tasks(ctx: &Ctx, n: usize, decide_rate: f64) -> Result<Row> {
     let ids_file = ctx.dir.join("tasks-ids.txt");
     std::fs::write(&ids_file, by_bottle.concat().join("\n"))?;
     let decided_at = Instant::now();
-    let mut child = tokio::process::Command::new(std::env::current_exe()?)
-        .arg("decide")
-        .arg("--db")
-        .arg(&db_path)
-        .arg("--ids")
-        .arg(&ids_file)
-        .arg("--rate")
-        .arg(decide_rate.to_string())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .context("starting the decider")?;
-    let stdout = child.stdout.take().context("decider stdout")?;
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let mut committed: HashMap<String, u64> = HashMap::with_capacity(n);
-    while let Some(line) = lines.next_line().await? {
-        if let Some((id, ns)) = line.split_once(' ')
-            && let Ok(ns) = ns.parse()
-        {
-            committed.insert(id.to_string(), ns);
-        }
-    }
-    if !child.wait().await?.success() {
-        bail!("the decider failed");
-    }
+    let committed = run_decider(&db_path, &ids_file, decide_rate, n).await?;
     let decide_time = decided_at.elapsed();
     let mut heard = HashMap::with_capacity(n);
     for l in listeners {

@@ -1,12 +1,10 @@
 //! `wake` and `wake-burst`: held calls woken by decisions committed in another process.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
-use tokio::io::AsyncBufReadExt;
+use anyhow::Result;
 
-use super::ctx::{Ctx, Under, propose_args};
+use super::ctx::{Ctx, Under, propose_args, run_decider};
 use super::hold::hold_calls;
 use crate::client::Style;
 use crate::db;
@@ -38,36 +36,10 @@ pub async fn wake(
     let ids = db::pending_ids(&db_path, n as i64).await?;
     let ids_file = ctx.dir.join(format!("{name}-ids.txt"));
     std::fs::write(&ids_file, ids.join("\n"))?;
-    let exe = std::env::current_exe()?;
     let cpu0 = under.pid.and_then(sys::process_cpu);
     let started = Instant::now();
-    let mut child = tokio::process::Command::new(exe)
-        .arg("decide")
-        .arg("--db")
-        .arg(&db_path)
-        .arg("--ids")
-        .arg(&ids_file)
-        .arg("--rate")
-        .arg(rate_limit.to_string())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .context("starting the decider")?;
-    let stdout = child.stdout.take().context("decider stdout")?;
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let mut committed: HashMap<String, u64> = HashMap::with_capacity(n);
-    while let Some(line) = lines.next_line().await? {
-        if let Some((id, ns)) = line.split_once(' ')
-            && let Ok(ns) = ns.parse()
-        {
-            committed.insert(id.to_string(), ns);
-        }
-    }
-    let status = child.wait().await?;
+    let committed = run_decider(&db_path, &ids_file, rate_limit, n).await?;
     let decide_time = started.elapsed();
-    if !status.success() {
-        bail!("the decider failed ({status})");
-    }
 
     let mut samples = Vec::with_capacity(n);
     let mut errors = 0u64;
