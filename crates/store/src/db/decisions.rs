@@ -11,7 +11,7 @@ use super::Store;
 use super::bottles::live_generation;
 use super::proposals::{expire_in, load_proposal, open_proposal_of, resolve_id};
 use super::rows::{self, PROPOSAL_COLUMNS, ProposalRow};
-use super::trail::{NewEvent, SYSTEM, actor_bottle, actor_operator, record};
+use super::trail::{NewEvent, SYSTEM, actor_bottle, actor_operator, record, record_delivered};
 use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
@@ -351,24 +351,7 @@ pub(super) async fn deliver_in(
         .bind(id)
         .execute(&mut *conn)
         .await?;
-    let change_text = p
-        .decision
-        .as_ref()
-        .and_then(|d| d.change.as_ref())
-        .map(Value::to_string);
-    record(
-        conn,
-        now,
-        NewEvent {
-            bottle_id: Some(bottle_id),
-            proposal_id: Some(id),
-            kind: Some(p.kind),
-            change: change_text.as_deref(),
-            note: Some(p.status.as_str()),
-            ..NewEvent::new(EventKind::Delivered, &actor_bottle(&p.bottle))
-        },
-    )
-    .await?;
+    record_delivered(conn, now, &p, &actor_bottle(&p.bottle)).await?;
     p.archived_at = Some(now.clone());
     Ok(match p.status {
         Status::Expired => Delivery::Expired(p),

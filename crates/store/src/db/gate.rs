@@ -11,12 +11,11 @@ use super::Store;
 use super::bottles::live_bottle_by_slug;
 use super::proposals::{prepare, propose_in};
 use super::rows::{GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
-use super::trail::{NewEvent, record};
+use super::trail::record_delivered;
 use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    BottleId, EventKind, GateRef, GateVerdict, Grant, Kind, NewProposal, Proposal, RefUpdate,
-    Timestamp,
+    BottleId, GateRef, GateVerdict, Grant, Kind, NewProposal, Proposal, RefUpdate, Timestamp,
 };
 
 /// The actor of what the gate does: using an approval for a push.
@@ -171,24 +170,7 @@ async fn use_approval(
     .bind(p.id.as_str())
     .execute(&mut *conn)
     .await?;
-    let change = p
-        .decision
-        .as_ref()
-        .and_then(|d| d.change.as_ref())
-        .map(Value::to_string);
-    record(
-        conn,
-        now,
-        NewEvent {
-            bottle_id: Some(p.bottle_id),
-            proposal_id: Some(&p.id),
-            kind: Some(p.kind),
-            change: change.as_deref(),
-            note: Some(p.status.as_str()),
-            ..NewEvent::new(EventKind::Delivered, GATE)
-        },
-    )
-    .await?;
+    record_delivered(conn, now, &p, GATE).await?;
     p.archived_at.get_or_insert_with(|| now.clone());
     Ok(p)
 }

@@ -59,6 +59,35 @@ pub(super) async fn record(
     Ok(())
 }
 
+/// Records that a decided (or expired) proposal's outcome was delivered, by `actor`: the
+/// agent that took it, or the gate that used it. The change is the decision's, the note the
+/// outcome.
+pub(super) async fn record_delivered(
+    conn: &mut SqliteConnection,
+    now: &Timestamp,
+    p: &Proposal,
+    actor: &str,
+) -> sqlx::Result<()> {
+    let change = p
+        .decision
+        .as_ref()
+        .and_then(|d| d.change.as_ref())
+        .map(|c| c.to_string());
+    record(
+        conn,
+        now,
+        NewEvent {
+            bottle_id: Some(p.bottle_id),
+            proposal_id: Some(&p.id),
+            kind: Some(p.kind),
+            change: change.as_deref(),
+            note: Some(p.status.as_str()),
+            ..NewEvent::new(EventKind::Delivered, actor)
+        },
+    )
+    .await
+}
+
 /// Records that an undecided proposal ran out of time.
 pub(super) async fn record_expired(
     conn: &mut SqliteConnection,
