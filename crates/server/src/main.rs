@@ -162,7 +162,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("cannot open the database {}", db.display()))?;
     // One server per database on a host (a second one would tell waiting calls `unknown`
     // for decisions the first delivered, and run every hook twice): held until exit.
-    let _claim = store.claim_server()?;
+    let _claim = store.claim_server().await?;
     for (slug, ip) in &args.bottles {
         match store.register_bottle(slug, *ip).await {
             Ok((b, how)) => {

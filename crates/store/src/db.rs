@@ -1,12 +1,15 @@
 //! The [`Store`]: its options, its pool, and the one place a write transaction begins.
-//! Writes begin with `BEGIN IMMEDIATE` (in [`Store::write`]), so the write lock is held from
-//! the first read, and a second process (the CLI) can never interleave between a check and
-//! its update. The methods live with their aggregate in the submodules: [`file`] checks and creates
-//! the file and claims it for a server, [`schema`] probes and migrates it, [`rows`] decodes rows, [`trail`] appends events, [`feed`] reads them,
+//! Writes take the write lock up front (in [`Store::write`]: `BEGIN IMMEDIATE` on SQLite,
+//! `BEGIN` and one transaction-scoped advisory lock on PostgreSQL), so it is held from the
+//! first read, and a second process (the CLI, another host's server) can never interleave
+//! between a check and its update. [`backend`] is what differs between the two engines;
+//! the methods live with their aggregate in the submodules: [`file`] checks and creates
+//! a SQLite file and claims it for a server, [`schema`] probes and migrates it, [`rows`] decodes rows, [`trail`] appends events, [`feed`] reads them,
 //! and [`bottles`], [`proposals`], [`decisions`] and [`grants`] change and read the rest;
 //! [`gate`] is the git gate's one question, covered or filed, and [`egress`] the one egress
 //! decision ("may this bottle reach HOST:PORT now?").
 
+mod backend;
 mod bottles;
 mod decisions;
 mod egress;
@@ -14,6 +17,7 @@ mod feed;
 mod file;
 mod gate;
 mod grants;
+mod pg;
 mod proposals;
 mod rows;
 mod schema;
@@ -26,14 +30,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sqlx::Sqlite;
 use sqlx::pool::PoolConnection;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
-};
+use sqlx::{Any, AnyConnection, AnyPool};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tracing::instrument;
+
+pub use backend::{Backend, Location};
 
 use crate::error::{StoreError, StoreResult};
 
@@ -61,16 +63,21 @@ impl Default for ProposalLimits {
 /// How to open the database.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
-    /// Create (and migrate) the file when missing. Read commands leave this off.
+    /// Create (and migrate) the file when missing, or migrate an empty PostgreSQL
+    /// database. Read commands leave this off.
     pub create: bool,
     /// `synchronous=FULL` (true, the default) or `NORMAL` (a crash may lose the last
     /// commits, never corrupt).
     pub durable: bool,
-    /// How long a write waits for another process's write lock before `Busy`.
+    /// How long a write waits for another process's write lock before `Busy` (SQLite's busy
+    /// timeout; PostgreSQL's `lock_timeout`).
     pub busy_timeout: Duration,
     /// Connections in the pool (readers run in parallel; writers are serialised).
     pub max_connections: u32,
     pub limits: ProposalLimits,
+    /// The host id (`--host-id`, default the machine's hostname): bottles belong to a host,
+    /// and this store registers, lists for attribution and claims only its own host's.
+    pub host: String,
 }
 
 impl Default for StoreOptions {
@@ -81,7 +88,19 @@ impl Default for StoreOptions {
             busy_timeout: Duration::from_secs(5),
             max_connections: 8,
             limits: ProposalLimits::default(),
+            host: default_host(),
         }
+    }
+}
+
+/// This machine's hostname, the default host id.
+pub fn default_host() -> String {
+    let name = rustix::system::uname();
+    let name = name.nodename().to_string_lossy();
+    if name.is_empty() {
+        "localhost".into()
+    } else {
+        name.into_owned()
     }
 }
 
@@ -93,14 +112,18 @@ pub struct Store {
 
 #[derive(Debug)]
 struct Inner {
-    pool: SqlitePool,
+    pool: AnyPool,
     /// Serialises this process's writers, so they queue here in order instead of spinning
-    /// in SQLite's busy handler; other processes are kept out by `BEGIN IMMEDIATE`.
+    /// in SQLite's busy handler or queueing on the advisory lock; other processes are kept
+    /// out by the write lock itself.
     writer: Arc<Mutex<()>>,
     limits: ProposalLimits,
+    host: String,
+    location: Location,
+    /// The location as given, for [`Store::path`].
     path: PathBuf,
-    /// The file `path` named when the pool opened it.
-    identity: file::Identity,
+    /// The file `path` named when the pool opened it (SQLite only: a server has no inode).
+    identity: Option<file::Identity>,
     /// Set once the path is seen to name another file (or none), so that is logged once.
     replaced: AtomicBool,
     last_write: std::sync::Mutex<Option<WriteFailure>>,
@@ -114,14 +137,14 @@ struct Inner {
 /// the writer slot is released; if that ROLLBACK fails too, the connection is closed.
 struct WriteTx<'a> {
     store: &'a Store,
-    conn: Option<PoolConnection<Sqlite>>,
+    conn: Option<PoolConnection<Any>>,
     /// Owned, so a dropped transaction's rollback (a spawned task) keeps the slot until it
     /// is done and the next writer never meets this one's lock in SQLite's busy handler.
     slot: Option<OwnedMutexGuard<()>>,
 }
 
 impl WriteTx<'_> {
-    fn conn(&mut self) -> &mut SqliteConnection {
+    fn conn(&mut self) -> &mut AnyConnection {
         self.conn
             .as_mut()
             .expect("a write transaction has its connection until it ends")
@@ -183,38 +206,38 @@ enum WriteFailure {
 
 impl Store {
     /// Opens (and, with `options.create`, creates) the database at `path`, checks that it is
-    /// a supervise database no newer than this build, and migrates it.
-    #[instrument(skip_all, fields(path = %path.as_ref().display()), err)]
+    /// a supervise database no newer than this build, and migrates it. `path` is a file
+    /// (SQLite) or a `postgres://` URL (PostgreSQL; the database must exist, and with
+    /// `create` an empty one is given the schema), as [`Location::parse`] tells.
+    #[instrument(skip_all, fields(db = %Location::parse(path.as_ref())), err)]
     pub async fn open(path: impl AsRef<Path>, options: StoreOptions) -> StoreResult<Store> {
         let path = path.as_ref().to_path_buf();
-        if let file::Found::Existing { .. } = file::prepare(&path, options.create)? {
-            schema::probe(&path).await?;
+        let location = Location::parse(&path);
+        match &location {
+            Location::File(file) => {
+                if let file::Found::Existing { .. } = file::prepare(file, options.create)? {
+                    schema::probe(file).await?;
+                }
+            }
+            Location::Postgres(url) => {
+                schema::probe_postgres(&location, url, options.create).await?
+            }
         }
-        let connect = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(options.create)
-            .journal_mode(SqliteJournalMode::Wal)
-            .foreign_keys(true)
-            .busy_timeout(options.busy_timeout)
-            .synchronous(if options.durable {
-                SqliteSynchronous::Full
-            } else {
-                SqliteSynchronous::Normal
-            });
-        let pool = SqlitePoolOptions::new()
-            .max_connections(options.max_connections.max(1))
-            .min_connections(1)
-            .acquire_timeout(options.busy_timeout + Duration::from_secs(5))
-            .connect_with(connect)
-            .await?;
-        schema::migrate(&pool).await?;
-        let identity =
-            file::Identity::of(&path).map_err(|_| StoreError::FileReplaced(path.clone()))?;
+        let pool = backend::connect(&location, &options).await?;
+        schema::migrate(&pool, location.backend()).await?;
+        let identity = match &location {
+            Location::File(file) => {
+                Some(file::Identity::of(file).map_err(|_| StoreError::FileReplaced(file.clone()))?)
+            }
+            Location::Postgres(_) => None,
+        };
         Ok(Store {
             inner: Arc::new(Inner {
                 pool,
                 writer: Arc::new(Mutex::new(())),
                 limits: options.limits,
+                host: options.host,
+                location,
                 path,
                 identity,
                 replaced: AtomicBool::new(false),
@@ -223,9 +246,20 @@ impl Store {
         })
     }
 
-    /// The file this store was opened on.
+    /// The database as given to [`Store::open`]: a file's path, or the URL (with any
+    /// password: display [`Store::location`] instead).
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Where the database is; its `Display` hides a URL's password.
+    pub fn location(&self) -> &Location {
+        &self.inner.location
+    }
+
+    /// Which engine the database runs on.
+    pub fn backend(&self) -> Backend {
+        self.inner.location.backend()
     }
 
     /// The limits `propose` applies.
@@ -233,20 +267,24 @@ impl Store {
         self.inner.limits
     }
 
-    /// Closes the pool, checkpointing the WAL.
+    /// Closes the pool (on SQLite, checkpointing the WAL).
     pub async fn close(&self) {
         self.inner.pool.close().await;
     }
 
     /// Begins a write transaction: every write method goes through here, and this is the
-    /// only place that says `BEGIN IMMEDIATE`.
+    /// only place that takes the write lock ([`Backend::begin_write`]).
     async fn write(&self) -> StoreResult<WriteTx<'_>> {
         let slot = self.inner.writer.clone().lock_owned().await;
         let mut conn = self.inner.pool.acquire().await?;
-        if let Err(e) = sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await {
+        let begin = self.backend().begin_write();
+        if let Err(e) = sqlx::raw_sql(begin).execute(&mut *conn).await {
             let err = self.classify(e);
-            if !matches!(err, StoreError::Busy) {
-                // Busy means no transaction began; anything else, trust nothing.
+            // SQLite's Busy means no transaction began; PostgreSQL's (the lock wait timed
+            // out) left one aborted, which a ROLLBACK ends. Anything else, trust nothing.
+            let ended = self.backend() == Backend::Sqlite
+                || sqlx::query("ROLLBACK").execute(&mut *conn).await.is_ok();
+            if !matches!(err, StoreError::Busy) || !ended {
                 self.record_write(Some(&err));
                 let _ = conn.close().await;
             }
@@ -261,22 +299,23 @@ impl Store {
 
     /// Whether the database can take writes now, and if not why: the path no longer names
     /// the file open, the file or its file system is read-only, the last write failed (a
-    /// full disk) and none has succeeded since, or the database does not answer.
+    /// full disk) and none has succeeded since, or the database does not answer. The file
+    /// checks are SQLite's; on PostgreSQL the server answers for its own disk.
     pub async fn health(&self) -> StoreResult<()> {
         self.check_identity()?;
-        file::writable(&self.inner.path)?;
+        let shown = self.shown_path();
+        let mut full_now = false;
+        if let Location::File(path) = &self.inner.location {
+            file::writable(path)?;
+            // Less room than a few WAL frames: the next commit would fail, whatever the last did.
+            full_now = file::statvfs(path).is_some_and(|s| s.free < 64 * 1024);
+        }
         let last = self.inner.last_write.lock().expect("not poisoned").clone();
-        // Less room than a few WAL frames: the next commit would fail, whatever the last did.
-        let full_now = file::statvfs(&self.inner.path).is_some_and(|s| s.free < 64 * 1024);
         match last {
-            _ if full_now => return Err(StoreError::DiskFull(self.inner.path.clone())),
+            _ if full_now => return Err(StoreError::DiskFull(shown)),
             None => {}
-            Some(WriteFailure::DiskFull) => {
-                return Err(StoreError::DiskFull(self.inner.path.clone()));
-            }
-            Some(WriteFailure::ReadOnly) => {
-                return Err(StoreError::ReadOnly(self.inner.path.clone()));
-            }
+            Some(WriteFailure::DiskFull) => return Err(StoreError::DiskFull(shown)),
+            Some(WriteFailure::ReadOnly) => return Err(StoreError::ReadOnly(shown)),
             Some(WriteFailure::Other(message)) => {
                 return Err(StoreError::Database(format!(
                     "the last write failed: {message}"
@@ -287,22 +326,53 @@ impl Store {
         Ok(())
     }
 
-    /// Takes this host's claim to serve the database: an exclusive `flock` on the sidecar
-    /// `<db>.server-lock` (never a descriptor on the database itself: closing one would
-    /// drop this process's SQLite locks). Held until the claim is dropped or the process
-    /// ends, however it ends. A second claim on the same file, from any process, is
-    /// refused with [`StoreError::AlreadyServed`]. Only the server claims; the CLI does not.
-    pub fn claim_server(&self) -> StoreResult<ServerClaim> {
-        Ok(ServerClaim {
-            _lock: file::claim(&self.inner.path)?,
-        })
+    /// Takes this host's claim to serve the database. SQLite: an exclusive `flock` on the
+    /// sidecar `<db>.server-lock` (never a descriptor on the database itself: closing one
+    /// would drop this process's SQLite locks). PostgreSQL: a session advisory lock keyed
+    /// by the host id ([`StoreOptions::host`]), held on a connection of its own, so one
+    /// server per host id serves the shared database. Held until the claim is dropped or
+    /// the process ends, however it ends. A second claim, from any process, is refused with
+    /// [`StoreError::AlreadyServed`]. Only the server claims; the CLI does not.
+    pub async fn claim_server(&self) -> StoreResult<ServerClaim> {
+        let hold = match &self.inner.location {
+            Location::File(path) => Hold::File(file::claim(path)?),
+            Location::Postgres(url) => {
+                Hold::Connection(pg::claim_host(url, &self.inner.host, self.shown_path()).await?)
+            }
+        };
+        Ok(ServerClaim { _hold: hold })
+    }
+
+    /// The host whose bottles this store registers and attributes ([`StoreOptions::host`]).
+    pub fn host(&self) -> &str {
+        &self.inner.host
+    }
+
+    /// The location for a message: a file's path, or the URL without its password.
+    fn shown_path(&self) -> PathBuf {
+        match &self.inner.location {
+            Location::File(path) => path.clone(),
+            other => PathBuf::from(other.to_string()),
+        }
+    }
+
+    /// Begins a read transaction: one snapshot for every statement in it.
+    async fn read(&self) -> StoreResult<sqlx::Transaction<'static, Any>> {
+        Ok(self
+            .inner
+            .pool
+            .begin_with(self.backend().begin_read())
+            .await?)
     }
 
     /// Refuses once the path no longer names the file this store opened (one `stat`).
     fn check_identity(&self) -> StoreResult<()> {
         let path = &self.inner.path;
+        let Some(identity) = self.inner.identity else {
+            return Ok(());
+        };
         let replaced = match file::Identity::of(path) {
-            Ok(now) => now != self.inner.identity,
+            Ok(now) => now != identity,
             // A path that cannot be looked at (its directory lost its x bit) is no evidence
             // of a replacement; the write itself will say what is wrong.
             Err(e) => e.kind() == std::io::ErrorKind::NotFound,
@@ -320,17 +390,9 @@ impl Store {
         Err(StoreError::FileReplaced(path.clone()))
     }
 
-    /// The typed error for a failed statement, naming this store's file.
+    /// The typed error for a failed statement, naming this store's database.
     fn classify(&self, e: sqlx::Error) -> StoreError {
-        if let sqlx::Error::Database(db) = &e {
-            let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
-            match code & 0xff {
-                13 => return StoreError::DiskFull(self.inner.path.clone()),
-                8 => return StoreError::ReadOnly(self.inner.path.clone()),
-                _ => {}
-            }
-        }
-        StoreError::from(e)
+        backend::classify(&self.inner.location, e)
     }
 
     /// Remembers how the last write transaction ended, for `health`.
@@ -349,5 +411,14 @@ impl Store {
 /// another server start.
 #[derive(Debug)]
 pub struct ServerClaim {
-    _lock: std::fs::File,
+    _hold: Hold,
+}
+
+/// What keeps a claim: never read, only held until dropped.
+#[derive(Debug)]
+#[allow(dead_code)]
+enum Hold {
+    File(std::fs::File),
+    /// The session holding the host's advisory lock; closing it releases the lock.
+    Connection(sqlx::PgConnection),
 }

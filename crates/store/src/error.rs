@@ -69,7 +69,7 @@ pub enum StoreError {
     Busy,
     /// A stored row holds something this build cannot read (a hand edit, a bad restore): the
     /// table and the row's id say where to look. Nothing is guessed in its place.
-    #[error("the {table} row {id} is corrupt ({what}); repair or remove it with sqlite3")]
+    #[error("the {table} row {id} is corrupt ({what}); repair or remove it with sqlite3 (or psql)")]
     Corrupt {
         table: &'static str,
         id: String,
@@ -146,9 +146,18 @@ impl From<sqlx::Error> for StoreError {
     fn from(err: sqlx::Error) -> Self {
         match &err {
             sqlx::Error::Database(db) => {
-                // SQLITE_BUSY (5) and its extended codes, SQLITE_LOCKED (6).
-                let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
-                if code & 0xff == 5 || code & 0xff == 6 {
+                let code = db.code().unwrap_or_default();
+                // PostgreSQL's SQLSTATE is five characters: lock_not_available (the write
+                // lock's wait hit `lock_timeout`), deadlock, serialization failure.
+                let pg_busy = matches!(&*code, "55P03" | "40P01" | "40001");
+                // SQLite's code is a number: SQLITE_BUSY (5) and its extended codes,
+                // SQLITE_LOCKED (6).
+                let sqlite = if code.len() == 5 {
+                    0
+                } else {
+                    code.parse::<i32>().unwrap_or(0)
+                };
+                if pg_busy || sqlite & 0xff == 5 || sqlite & 0xff == 6 {
                     StoreError::Busy
                 } else {
                     StoreError::Database(db.message().to_string())

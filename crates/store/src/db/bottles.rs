@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use sqlx::sqlite::SqliteConnection;
+use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::Store;
@@ -76,7 +76,7 @@ impl Store {
         let result = match live_bottle_by_slug(w.conn(), slug).await? {
             Some(b) if b.ip == ip => (b, Registered::Unchanged),
             Some(mut b) => {
-                sqlx::query("UPDATE bottles SET ip = ? WHERE id = ?")
+                sqlx::query("UPDATE bottles SET ip = $1 WHERE id = $2")
                     .bind(ip.to_string())
                     .bind(b.id.get())
                     .execute(w.conn())
@@ -114,14 +114,14 @@ impl Store {
         let bottle = live_bottle_by_slug(w.conn(), slug)
             .await?
             .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
-        sqlx::query("UPDATE bottles SET removed_at = ? WHERE id = ?")
+        sqlx::query("UPDATE bottles SET removed_at = $1 WHERE id = $2")
             .bind(now.as_str())
             .bind(bottle.id.get())
             .execute(w.conn())
             .await?;
         let withdrawn: Vec<(String, String, String)> = sqlx::query_as(
-            "UPDATE proposals SET status = 'withdrawn', archived_at = ? \
-             WHERE bottle_id = ? AND status = 'pending' RETURNING id, kind, change",
+            "UPDATE proposals SET status = 'withdrawn', archived_at = $1 \
+             WHERE bottle_id = $2 AND status = 'pending' RETURNING id, kind, change",
         )
         .bind(now.as_str())
         .bind(bottle.id.get())
@@ -144,8 +144,8 @@ impl Store {
             .await?;
         }
         let ended: Vec<(String, String, String, String)> = sqlx::query_as(
-            "UPDATE grants SET ended_at = ?, end_reason = 'bottle-removed', ended_by = ? \
-             WHERE bottle_id = ? AND ended_at IS NULL RETURNING id, proposal_id, kind, change",
+            "UPDATE grants SET ended_at = $1, end_reason = 'bottle-removed', ended_by = $2 \
+             WHERE bottle_id = $3 AND ended_at IS NULL RETURNING id, proposal_id, kind, change",
         )
         .bind(now.as_str())
         .bind(&actor)
@@ -215,7 +215,7 @@ impl Store {
     /// Refuses a slug that no bottle, live or removed, ever had.
     pub(super) async fn known_slug(&self, slug: &str) -> StoreResult<()> {
         let known: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM bottles WHERE slug = ? LIMIT 1")
+            sqlx::query_scalar("SELECT id FROM bottles WHERE slug = $1 LIMIT 1")
                 .bind(slug)
                 .fetch_optional(&self.inner.pool)
                 .await?;
@@ -230,27 +230,28 @@ impl Store {
 /// inside the caller's own transaction, so an agent-side method never serves a removed
 /// generation (whatever a cache in front of it still believes). Returns the live slug.
 pub(super) async fn live_generation(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     bottle_id: BottleId,
 ) -> StoreResult<String> {
-    let row: Option<(String, bool)> =
-        sqlx::query_as("SELECT slug, removed_at IS NULL FROM bottles WHERE id = ?")
-            .bind(bottle_id.get())
-            .fetch_optional(&mut *conn)
-            .await?;
+    let row: Option<(String, i32)> = sqlx::query_as(
+        "SELECT slug, CASE WHEN removed_at IS NULL THEN 1 ELSE 0 END FROM bottles WHERE id = $1",
+    )
+    .bind(bottle_id.get())
+    .fetch_optional(&mut *conn)
+    .await?;
     match row {
-        Some((slug, true)) => Ok(slug),
-        Some((_, false)) => Err(StoreError::BottleGone(bottle_id)),
+        Some((slug, 1)) => Ok(slug),
+        Some(_) => Err(StoreError::BottleGone(bottle_id)),
         None => Err(StoreError::BottleNotFound(format!("#{bottle_id}"))),
     }
 }
 
 pub(super) async fn live_bottle_by_slug(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     slug: &str,
 ) -> StoreResult<Option<Bottle>> {
     let row: Option<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{BOTTLE_COLUMNS} WHERE slug = ? AND removed_at IS NULL"
+        "{BOTTLE_COLUMNS} WHERE slug = $1 AND removed_at IS NULL"
     )))
     .bind(slug)
     .fetch_optional(&mut *conn)
@@ -259,11 +260,11 @@ pub(super) async fn live_bottle_by_slug(
 }
 
 pub(super) async fn live_bottle_by_ip(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     ip: IpAddr,
 ) -> StoreResult<Option<Bottle>> {
     let row: Option<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{BOTTLE_COLUMNS} WHERE ip = ? AND removed_at IS NULL"
+        "{BOTTLE_COLUMNS} WHERE ip = $1 AND removed_at IS NULL"
     )))
     .bind(canonical_ip(ip).to_string())
     .fetch_optional(&mut *conn)
@@ -281,7 +282,7 @@ fn canonical_ip(ip: IpAddr) -> IpAddr {
 }
 
 async fn insert_bottle(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     slug: &str,
     ip: IpAddr,
     now: &Timestamp,
@@ -289,7 +290,7 @@ async fn insert_bottle(
 ) -> StoreResult<Bottle> {
     let ip = canonical_ip(ip);
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO bottles (slug, ip, created_at) VALUES (?, ?, ?) RETURNING id",
+        "INSERT INTO bottles (slug, ip, created_at) VALUES ($1, $2, $3) RETURNING id",
     )
     .bind(slug)
     .bind(ip.to_string())

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use sqlx::sqlite::SqliteConnection;
+use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::Store;
@@ -60,8 +60,8 @@ impl Store {
         let granted_text = granted.as_ref().map(Value::to_string);
         let actor = actor_operator(operator);
         let updated = sqlx::query(
-            "UPDATE proposals SET status = ?, decided_at = ?, decided_by = ?, decision_note = ?, \
-             decision_change = ? WHERE id = ? AND status = 'pending'",
+            "UPDATE proposals SET status = $1, decided_at = $2, decided_by = $3, decision_note = $4, \
+             decision_change = $5 WHERE id = $6 AND status = 'pending'",
         )
         .bind(status.as_str())
         .bind(now.as_str())
@@ -197,8 +197,8 @@ impl Store {
         let now = Timestamp::now();
         let due: i64 = sqlx::query_scalar(
             "SELECT (SELECT COUNT(*) FROM proposals WHERE status = 'pending' AND archived_at IS NULL \
-               AND expires_at <= ?1) \
-             + (SELECT COUNT(*) FROM grants WHERE ended_at IS NULL AND expires_at <= ?1)",
+               AND expires_at <= $1) \
+             + (SELECT COUNT(*) FROM grants WHERE ended_at IS NULL AND expires_at <= $1)",
         )
         .bind(now.as_str())
         .fetch_one(&self.inner.pool)
@@ -209,7 +209,7 @@ impl Store {
         let mut w = self.write().await?;
         let now = Timestamp::now();
         let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{PROPOSAL_COLUMNS} WHERE p.status = 'pending' AND p.archived_at IS NULL AND p.expires_at <= ?"
+            "{PROPOSAL_COLUMNS} WHERE p.status = 'pending' AND p.archived_at IS NULL AND p.expires_at <= $1"
         )))
         .bind(now.as_str())
         .fetch_all(w.conn())
@@ -221,7 +221,7 @@ impl Store {
         }
         let grants: Vec<(String, i64, String, String, String)> = sqlx::query_as(
             "UPDATE grants SET ended_at = expires_at, end_reason = 'expired', ended_by = 'system' \
-             WHERE ended_at IS NULL AND expires_at <= ? \
+             WHERE ended_at IS NULL AND expires_at <= $1 \
              RETURNING id, bottle_id, proposal_id, kind, change",
         )
         .bind(now.as_str())
@@ -255,7 +255,7 @@ impl Store {
 /// Withdraws the bottle's own undecided proposal `id` (archived at once, `withdrawn` event,
 /// actor the bottle); anything but an open pending proposal is refused.
 pub(super) async fn withdraw_in(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     bottle_id: BottleId,
     id: &str,
     now: &Timestamp,
@@ -267,7 +267,7 @@ pub(super) async fn withdraw_in(
         return Err(not_pending(id.into(), &p));
     }
     sqlx::query(
-        "UPDATE proposals SET status = 'withdrawn', archived_at = ? WHERE id = ? AND status = 'pending'",
+        "UPDATE proposals SET status = 'withdrawn', archived_at = $1 WHERE id = $2 AND status = 'pending'",
     )
     .bind(now.as_str())
     .bind(id)
@@ -302,7 +302,7 @@ fn not_pending(id: String, p: &Proposal) -> StoreError {
 
 /// Records the grant an approve or modify makes.
 async fn insert_grant(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     p: &Proposal,
     change: &str,
     operator: &str,
@@ -312,7 +312,7 @@ async fn insert_grant(
     let grant_id = GrantId::generate();
     sqlx::query(
         "INSERT INTO grants (id, bottle_id, proposal_id, kind, change, granted_by, \
-         created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+         created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(grant_id.as_str())
     .bind(p.bottle_id.get())
@@ -331,7 +331,7 @@ async fn insert_grant(
 /// (archives it and records `delivered`); a pending one is returned as is, anything else is
 /// `Unknown`.
 pub(super) async fn deliver_in(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     bottle_id: BottleId,
     id: &str,
     now: &Timestamp,
@@ -346,7 +346,7 @@ pub(super) async fn deliver_in(
         // Materialise an expiry the sweep has not reached yet.
         expire_in(conn, now, &p).await?;
     }
-    sqlx::query("UPDATE proposals SET archived_at = ? WHERE id = ? AND archived_at IS NULL")
+    sqlx::query("UPDATE proposals SET archived_at = $1 WHERE id = $2 AND archived_at IS NULL")
         .bind(now.as_str())
         .bind(id)
         .execute(&mut *conn)

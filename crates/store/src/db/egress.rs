@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use sqlx::sqlite::SqliteConnection;
+use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::Store;
@@ -49,7 +49,7 @@ impl Store {
         port: u16,
     ) -> StoreResult<EgressDecision> {
         let now = Timestamp::now();
-        let mut tx = self.inner.pool.begin().await?;
+        let mut tx = self.read().await?;
         let found = match bottle {
             BottleRef::Slug(slug) => live_bottle_by_slug(&mut tx, slug).await?,
             BottleRef::Ip(ip) => live_bottle_by_ip(&mut tx, ip).await?,
@@ -75,8 +75,8 @@ impl Store {
             return Ok(denied(None, host, DenyReason::UnknownBottle));
         };
         let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{GRANT_COLUMNS} WHERE g.bottle_id = ? AND g.kind = 'egress' AND g.ended_at IS NULL \
-             AND (g.expires_at IS NULL OR g.expires_at > ?) ORDER BY g.created_at"
+            "{GRANT_COLUMNS} WHERE g.bottle_id = $1 AND g.kind = 'egress' AND g.ended_at IS NULL \
+             AND (g.expires_at IS NULL OR g.expires_at > $2) ORDER BY g.created_at"
         )))
         .bind(bottle.id.get())
         .bind(now.as_str())
@@ -115,7 +115,7 @@ impl Store {
         let mut w = self.write().await?;
         let now = Timestamp::now();
         let last: Option<String> = sqlx::query_scalar(
-            "SELECT at FROM events WHERE proposal_id = ? AND event = 'grant-used' \
+            "SELECT at FROM events WHERE proposal_id = $1 AND event = 'grant-used' \
              ORDER BY seq DESC LIMIT 1",
         )
         .bind(grant.proposal_id.as_str())
@@ -183,9 +183,13 @@ impl Store {
     }
 
     /// Whether the path still names the file this store opened (one `stat`): a long-lived
-    /// reader (the proxy's helper) reopens when the file was moved away or replaced.
+    /// reader (the proxy's helper) reopens when the file was moved away or replaced. A
+    /// PostgreSQL database has no file to replace: always true.
     pub fn still_at_path(&self) -> bool {
-        Identity::of(&self.inner.path).is_ok_and(|now| now == self.inner.identity)
+        match self.inner.identity {
+            Some(identity) => Identity::of(&self.inner.path).is_ok_and(|now| now == identity),
+            None => true,
+        }
     }
 }
 
@@ -249,15 +253,15 @@ fn best_grant(grants: Vec<Grant>, host: &str, port: u16) -> Option<Grant> {
 /// The bottle's undecided egress proposal asking for the destination, exactly or with a
 /// wildcard covering it (exact first), if any.
 async fn undecided_for(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     bottle: &Bottle,
     host: &str,
     port: u16,
     now: &Timestamp,
 ) -> StoreResult<Option<crate::model::ProposalId>> {
     let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.kind = 'egress' AND p.status = 'pending' \
-         AND (p.expires_at IS NULL OR p.expires_at > ?) ORDER BY p.created_at"
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = $1 AND p.kind = 'egress' AND p.status = 'pending' \
+         AND (p.expires_at IS NULL OR p.expires_at > $2) ORDER BY p.created_at"
     )))
     .bind(bottle.id.get())
     .bind(now.as_str())

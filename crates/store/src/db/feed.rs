@@ -16,7 +16,7 @@ impl Store {
             self.known_slug(slug).await?;
         }
         let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{EVENT_COLUMNS} WHERE (?1 IS NULL OR b.slug = ?1) ORDER BY e.seq"
+            "{EVENT_COLUMNS} WHERE ($1 IS NULL OR b.slug = $1) ORDER BY e.seq"
         )))
         .bind(bottle)
         .fetch_all(&self.inner.pool)
@@ -28,10 +28,10 @@ impl Store {
     /// the primary key, whatever the number of waiters asking.
     pub async fn events_after(&self, seq: i64, limit: u32) -> StoreResult<Vec<Event>> {
         let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{EVENT_COLUMNS} WHERE e.seq > ? ORDER BY e.seq LIMIT ?"
+            "{EVENT_COLUMNS} WHERE e.seq > $1 ORDER BY e.seq LIMIT $2"
         )))
         .bind(seq)
-        .bind(limit)
+        .bind(i64::from(limit))
         .fetch_all(&self.inner.pool)
         .await?;
         rows::all(rows)
@@ -57,13 +57,13 @@ impl Store {
         limit: u32,
     ) -> StoreResult<Vec<Event>> {
         let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{EVENT_COLUMNS} WHERE e.bottle_id IS ? AND e.seq > ? AND e.seq <= ? \
-             ORDER BY e.seq LIMIT ?"
+            "{EVENT_COLUMNS} WHERE e.bottle_id IS NOT DISTINCT FROM $1 AND e.seq > $2 AND e.seq <= $3 \
+             ORDER BY e.seq LIMIT $4"
         )))
         .bind(bottle_id.map(BottleId::get))
         .bind(after)
         .bind(through)
-        .bind(limit)
+        .bind(i64::from(limit))
         .fetch_all(&self.inner.pool)
         .await?;
         rows::all(rows)
@@ -73,7 +73,7 @@ impl Store {
     /// `seq` has been handled. `None` when hooks never ran on this file.
     pub async fn hook_position(&self) -> StoreResult<Option<i64>> {
         Ok(
-            sqlx::query_scalar("SELECT seq FROM hook_cursors WHERE name = ?")
+            sqlx::query_scalar("SELECT seq FROM hook_cursors WHERE name = $1")
                 .bind(ON_EVENT)
                 .fetch_optional(&self.inner.pool)
                 .await?,
@@ -85,7 +85,7 @@ impl Store {
     pub async fn advance_hook_position(&self, seq: i64) -> StoreResult<()> {
         let mut w = self.write().await?;
         sqlx::query(
-            "INSERT INTO hook_cursors (name, seq, updated_at) VALUES (?1, ?2, ?3) \
+            "INSERT INTO hook_cursors (name, seq, updated_at) VALUES ($1, $2, $3) \
              ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at \
              WHERE excluded.seq > hook_cursors.seq",
         )

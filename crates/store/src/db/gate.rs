@@ -4,14 +4,14 @@
 //! are used; if not, a proposal is filed (or found) for each update that is not.
 
 use serde_json::{Value, json};
-use sqlx::sqlite::SqliteConnection;
+use sqlx::AnyConnection;
 use tracing::instrument;
 
-use super::Store;
 use super::bottles::live_bottle_by_slug;
 use super::proposals::{prepare, propose_in};
 use super::rows::{GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::record_delivered;
+use super::{Backend, Store};
 use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
@@ -48,7 +48,7 @@ impl Store {
                 &json!({ "remote": remote, "ref": u.reference, "old": u.old, "new": u.new,
                          "summary": u.summary }),
             )?;
-            let covered = covered(w.conn(), bottle.id, &change, &now).await?;
+            let covered = covered(self.backend(), w.conn(), bottle.id, &change, &now).await?;
             items.push((change, u.justification, covered));
         }
         let accepted = items.iter().all(|(_, _, c)| c.is_some());
@@ -103,21 +103,24 @@ fn text<'a>(change: &'a Value, field: &str) -> &'a str {
 /// What covers one normalised gate change, if anything: a one-shot approval first (it is
 /// exact), else a standing grant when the update is neither a force push nor a deletion.
 async fn covered(
-    conn: &mut SqliteConnection,
+    backend: Backend,
+    conn: &mut AnyConnection,
     bottle_id: BottleId,
     change: &Value,
     now: &Timestamp,
 ) -> StoreResult<Option<GateRef>> {
     // An approval counts while its grant is in force: a revoked or expired one covers nothing.
+    let field = |f| backend.json_text("p.decision_change", f);
     let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.kind = 'git-push' \
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = $1 AND p.kind = 'git-push' \
          AND p.status IN ('approved', 'modified') AND p.gate_used_at IS NULL \
-         AND g.ended_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > ?) \
-         AND json_extract(p.decision_change, '$.remote') = ? \
-         AND json_extract(p.decision_change, '$.ref') = ? \
-         AND json_extract(p.decision_change, '$.old') = ? \
-         AND json_extract(p.decision_change, '$.new') = ? \
-         ORDER BY p.decided_at LIMIT 1"
+         AND g.ended_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > $2) \
+         AND {} = $3 AND {} = $4 AND {} = $5 AND {} = $6 \
+         ORDER BY p.decided_at LIMIT 1",
+        field("remote"),
+        field("ref"),
+        field("old"),
+        field("new"),
     )))
     .bind(bottle_id.get())
     .bind(now.as_str())
@@ -136,10 +139,11 @@ async fn covered(
     }
     // Standing grants carry no `new`: they came from `propose-git-push`, not from a push.
     let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{GRANT_COLUMNS} WHERE g.bottle_id = ? AND g.kind = 'git-push' AND g.ended_at IS NULL \
-         AND (g.expires_at IS NULL OR g.expires_at > ?) \
-         AND json_extract(g.change, '$.new') IS NULL \
-         AND json_extract(g.change, '$.remote') = ? ORDER BY g.created_at"
+        "{GRANT_COLUMNS} WHERE g.bottle_id = $1 AND g.kind = 'git-push' AND g.ended_at IS NULL \
+         AND (g.expires_at IS NULL OR g.expires_at > $2) \
+         AND {} IS NULL AND {} = $3 ORDER BY g.created_at",
+        backend.json_text("g.change", "new"),
+        backend.json_text("g.change", "remote"),
     )))
     .bind(bottle_id.get())
     .bind(now.as_str())
@@ -158,13 +162,13 @@ async fn covered(
 /// Uses a one-shot approval: marks it used (once: the guard is `gate_used_at IS NULL`),
 /// archives it if the agent had not polled it, and records the use as `delivered`.
 async fn use_approval(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     mut p: Proposal,
     now: &Timestamp,
 ) -> StoreResult<Proposal> {
     sqlx::query(
-        "UPDATE proposals SET gate_used_at = ?1, archived_at = COALESCE(archived_at, ?1) \
-         WHERE id = ?2 AND gate_used_at IS NULL",
+        "UPDATE proposals SET gate_used_at = $1, archived_at = COALESCE(archived_at, $1) \
+         WHERE id = $2 AND gate_used_at IS NULL",
     )
     .bind(now.as_str())
     .bind(p.id.as_str())

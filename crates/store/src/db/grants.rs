@@ -21,8 +21,8 @@ impl Store {
             .await?
             .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
         let rows: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{GRANT_COLUMNS_WITH_USE} WHERE g.bottle_id = ? AND g.ended_at IS NULL \
-             AND (g.expires_at IS NULL OR g.expires_at > ?) \
+            "{GRANT_COLUMNS_WITH_USE} WHERE g.bottle_id = $1 AND g.ended_at IS NULL \
+             AND (g.expires_at IS NULL OR g.expires_at > $2) \
              AND NOT EXISTS (SELECT 1 FROM proposals u WHERE u.id = g.proposal_id \
                              AND u.gate_used_at IS NOT NULL) ORDER BY g.created_at"
         )))
@@ -38,7 +38,7 @@ impl Store {
     /// other than the Squid helper (`supervise policy --all`).
     pub async fn policy_all(&self) -> StoreResult<Vec<(Bottle, Vec<Grant>)>> {
         let now = Timestamp::now();
-        let mut tx = self.inner.pool.begin().await?;
+        let mut tx = self.read().await?;
         let bottles: Vec<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{BOTTLE_COLUMNS} WHERE removed_at IS NULL ORDER BY slug"
         )))
@@ -46,7 +46,7 @@ impl Store {
         .await?;
         let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{GRANT_COLUMNS_WITH_USE} WHERE b.removed_at IS NULL AND g.ended_at IS NULL \
-             AND (g.expires_at IS NULL OR g.expires_at > ?) \
+             AND (g.expires_at IS NULL OR g.expires_at > $1) \
              AND NOT EXISTS (SELECT 1 FROM proposals u WHERE u.id = g.proposal_id \
                              AND u.gate_used_at IS NOT NULL) ORDER BY g.created_at"
         )))
@@ -75,7 +75,7 @@ impl Store {
         let mut w = self.write().await?;
         let now = Timestamp::now();
         let g: Option<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{GRANT_COLUMNS} WHERE g.id = ?"
+            "{GRANT_COLUMNS} WHERE g.id = $1"
         )))
         .bind(grant_id)
         .fetch_optional(w.conn())
@@ -100,7 +100,7 @@ impl Store {
         }
         let actor = actor_operator(operator);
         let bottle_id: i64 = sqlx::query_scalar(
-            "UPDATE grants SET ended_at = ?, end_reason = 'revoked', ended_by = ? WHERE id = ? \
+            "UPDATE grants SET ended_at = $1, end_reason = 'revoked', ended_by = $2 WHERE id = $3 \
              RETURNING bottle_id",
         )
         .bind(now.as_str())

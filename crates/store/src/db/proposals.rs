@@ -2,7 +2,7 @@
 //! and reading them: the operator's list, an agent's open proposals, one with its history.
 
 use serde_json::Value;
-use sqlx::sqlite::SqliteConnection;
+use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::bottles::live_generation;
@@ -103,10 +103,10 @@ impl Store {
     /// Refused with [`StoreError::BottleGone`] once the generation was removed.
     pub async fn open_proposals(&self, bottle_id: BottleId) -> StoreResult<Vec<Proposal>> {
         let now = Timestamp::now();
-        let mut tx = self.inner.pool.begin().await?;
+        let mut tx = self.read().await?;
         live_generation(&mut tx, bottle_id).await?;
         let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.archived_at IS NULL ORDER BY p.created_at, p.id"
+            "{PROPOSAL_COLUMNS} WHERE p.bottle_id = $1 AND p.archived_at IS NULL ORDER BY p.created_at, p.id"
         )))
         .bind(bottle_id.get())
         .fetch_all(&mut *tx)
@@ -129,19 +129,19 @@ impl Store {
         let mut conn = self.inner.pool.acquire().await?;
         let cond = match status {
             StatusFilter::Pending => {
-                "p.status = 'pending' AND p.archived_at IS NULL AND (p.expires_at IS NULL OR p.expires_at > ?1)"
+                "p.status = 'pending' AND p.archived_at IS NULL AND (p.expires_at IS NULL OR p.expires_at > $1)"
             }
             StatusFilter::Decided => {
-                "p.status IN ('approved', 'modified', 'rejected') AND p.archived_at IS NULL AND ?1 = ?1"
+                "p.status IN ('approved', 'modified', 'rejected') AND p.archived_at IS NULL AND $1 = $1"
             }
-            StatusFilter::Archived => "p.archived_at IS NOT NULL AND ?1 = ?1",
+            StatusFilter::Archived => "p.archived_at IS NOT NULL AND $1 = $1",
             StatusFilter::Expired => {
-                "(p.status = 'expired' OR (p.status = 'pending' AND p.expires_at <= ?1))"
+                "(p.status = 'expired' OR (p.status = 'pending' AND p.expires_at <= $1))"
             }
-            StatusFilter::All => "?1 = ?1",
+            StatusFilter::All => "$1 = $1",
         };
         let sql = format!(
-            "{PROPOSAL_COLUMNS} WHERE {cond} AND (?2 IS NULL OR b.slug = ?2) ORDER BY p.created_at, p.id"
+            "{PROPOSAL_COLUMNS} WHERE {cond} AND ($2 IS NULL OR b.slug = $2) ORDER BY p.created_at, p.id"
         );
         let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(now.as_str())
@@ -166,12 +166,12 @@ impl Store {
         for id in ids {
             let id = id.as_ref();
             let prev: Option<String> =
-                sqlx::query_scalar("SELECT MAX(id) FROM proposals WHERE id < ?")
+                sqlx::query_scalar("SELECT MAX(id) FROM proposals WHERE id < $1")
                     .bind(id)
                     .fetch_one(&mut *conn)
                     .await?;
             let next: Option<String> =
-                sqlx::query_scalar("SELECT MIN(id) FROM proposals WHERE id > ?")
+                sqlx::query_scalar("SELECT MIN(id) FROM proposals WHERE id > $1")
                     .bind(id)
                     .fetch_one(&mut *conn)
                     .await?;
@@ -193,7 +193,7 @@ impl Store {
             .await?
             .ok_or_else(|| StoreError::ProposalNotFound(id.clone()))?;
         let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{EVENT_COLUMNS} WHERE e.proposal_id = ? ORDER BY e.seq"
+            "{EVENT_COLUMNS} WHERE e.proposal_id = $1 ORDER BY e.seq"
         )))
         .bind(&id)
         .fetch_all(&mut *conn)
@@ -204,12 +204,12 @@ impl Store {
 
 /// One proposal by its full id, as it reads at `now`.
 pub(super) async fn load_proposal(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     id: &str,
     now: &Timestamp,
 ) -> StoreResult<Option<Proposal>> {
     let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{PROPOSAL_COLUMNS} WHERE p.id = ?"
+        "{PROPOSAL_COLUMNS} WHERE p.id = $1"
     )))
     .bind(id)
     .fetch_optional(&mut *conn)
@@ -219,13 +219,13 @@ pub(super) async fn load_proposal(
 
 /// A bottle's own proposal that is not archived yet.
 pub(super) async fn open_proposal_of(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     bottle_id: BottleId,
     id: &str,
     now: &Timestamp,
 ) -> StoreResult<Option<Proposal>> {
     let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{PROPOSAL_COLUMNS} WHERE p.id = ? AND p.bottle_id = ? AND p.archived_at IS NULL"
+        "{PROPOSAL_COLUMNS} WHERE p.id = $1 AND p.bottle_id = $2 AND p.archived_at IS NULL"
     )))
     .bind(id)
     .bind(bottle_id.get())
@@ -235,13 +235,13 @@ pub(super) async fn open_proposal_of(
 }
 
 /// Resolves a full id or a unique prefix of one.
-pub(super) async fn resolve_id(conn: &mut SqliteConnection, id: &str) -> StoreResult<String> {
+pub(super) async fn resolve_id(conn: &mut AnyConnection, id: &str) -> StoreResult<String> {
     let id = id.trim().to_ascii_lowercase();
     if id.is_empty() {
         return Err(StoreError::ProposalNotFound(id));
     }
     let hits: Vec<String> =
-        sqlx::query_scalar("SELECT id FROM proposals WHERE id >= ?1 AND id < ?1 || '~' LIMIT 2")
+        sqlx::query_scalar("SELECT id FROM proposals WHERE id >= $1 AND id < $1 || '~' LIMIT 2")
             .bind(&id)
             .fetch_all(&mut *conn)
             .await?;
@@ -255,12 +255,12 @@ pub(super) async fn resolve_id(conn: &mut SqliteConnection, id: &str) -> StoreRe
 
 /// Marks a pending proposal expired and records it (a no-op when it is no longer pending).
 pub(super) async fn expire_in(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     now: &Timestamp,
     p: &Proposal,
 ) -> StoreResult<()> {
     let r =
-        sqlx::query("UPDATE proposals SET status = 'expired' WHERE id = ? AND status = 'pending'")
+        sqlx::query("UPDATE proposals SET status = 'expired' WHERE id = $1 AND status = 'pending'")
             .bind(p.id.as_str())
             .execute(&mut *conn)
             .await?;
@@ -298,7 +298,7 @@ pub(super) fn prepare(item: NewProposal) -> StoreResult<Prepared> {
 /// Files one prepared proposal inside the caller's transaction. The outer error aborts the
 /// whole batch; the inner one is this item's refusal.
 pub(super) async fn propose_in(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     limits: &ProposalLimits,
     p: Prepared,
     now: &Timestamp,
@@ -340,12 +340,12 @@ pub(super) async fn propose_in(
 
 /// An identical undecided proposal of the same bottle, as it reads at `now`.
 async fn same_undecided(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     p: &Prepared,
     now: &Timestamp,
 ) -> StoreResult<Option<Proposal>> {
     let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.kind = ? AND p.change_key = ? AND p.status = 'pending'"
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = $1 AND p.kind = $2 AND p.change_key = $3 AND p.status = 'pending'"
     )))
     .bind(p.bottle_id.get())
     .bind(p.kind.as_str())
@@ -359,14 +359,14 @@ async fn same_undecided(
 /// (noting the hits so far) only when none was written in the last
 /// [`REPEAT_EVENT_EVERY`](super::trail::REPEAT_EVENT_EVERY).
 async fn repeat(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     p: &Prepared,
     mut old: Proposal,
     actor: &str,
     change_text: &str,
     now: &Timestamp,
 ) -> StoreResult<Proposed> {
-    sqlx::query("UPDATE proposals SET hits = hits + 1 WHERE id = ?")
+    sqlx::query("UPDATE proposals SET hits = hits + 1 WHERE id = $1")
         .bind(old.id.as_str())
         .execute(&mut *conn)
         .await?;
@@ -392,14 +392,14 @@ async fn repeat(
 
 /// The same change rejected after `since`, newest first.
 async fn recently_rejected(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     p: &Prepared,
     since: &Timestamp,
     now: &Timestamp,
 ) -> StoreResult<Option<Proposal>> {
     let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.kind = ? AND p.change_key = ? \
-         AND p.status = 'rejected' AND p.decided_at > ? ORDER BY p.decided_at DESC LIMIT 1"
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = $1 AND p.kind = $2 AND p.change_key = $3 \
+         AND p.status = 'rejected' AND p.decided_at > $4 ORDER BY p.decided_at DESC LIMIT 1"
     )))
     .bind(p.bottle_id.get())
     .bind(p.kind.as_str())
@@ -413,13 +413,13 @@ async fn recently_rejected(
 /// Answers with the earlier rejection: one more hit on it, always; an `auto-rejected` event
 /// at most once per [`REPEAT_EVENT_EVERY`](super::trail::REPEAT_EVENT_EVERY), as for repeats.
 async fn auto_reject(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     p: &Prepared,
     mut old: Proposal,
     change_text: &str,
     now: &Timestamp,
 ) -> StoreResult<Proposed> {
-    sqlx::query("UPDATE proposals SET hits = hits + 1 WHERE id = ?")
+    sqlx::query("UPDATE proposals SET hits = hits + 1 WHERE id = $1")
         .bind(old.id.as_str())
         .execute(&mut *conn)
         .await?;
@@ -448,7 +448,7 @@ async fn auto_reject(
 /// only at the cap are the bottle's due proposals expired (through an index, so the cost is
 /// what expires, not what waits) and the count read again.
 async fn has_room(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     bottle_id: BottleId,
     limit: u32,
     now: &Timestamp,
@@ -458,8 +458,8 @@ async fn has_room(
         return Ok(true);
     }
     let due: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = ? AND p.status = 'pending' \
-         AND p.expires_at IS NOT NULL AND p.expires_at <= ?"
+        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = $1 AND p.status = 'pending' \
+         AND p.expires_at IS NOT NULL AND p.expires_at <= $2"
     )))
     .bind(bottle_id.get())
     .bind(now.as_str())
@@ -476,9 +476,9 @@ async fn has_room(
     Ok(pending_count(conn, bottle_id).await? < i64::from(limit))
 }
 
-async fn pending_count(conn: &mut SqliteConnection, bottle_id: BottleId) -> StoreResult<i64> {
+async fn pending_count(conn: &mut AnyConnection, bottle_id: BottleId) -> StoreResult<i64> {
     Ok(
-        sqlx::query_scalar("SELECT pending_count FROM bottles WHERE id = ?")
+        sqlx::query_scalar("SELECT pending_count FROM bottles WHERE id = $1")
             .bind(bottle_id.get())
             .fetch_one(&mut *conn)
             .await?,
@@ -487,7 +487,7 @@ async fn pending_count(conn: &mut SqliteConnection, bottle_id: BottleId) -> Stor
 
 /// Inserts a new pending proposal and records `proposed`.
 async fn insert(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     limits: &ProposalLimits,
     p: Prepared,
     slug: String,
@@ -507,7 +507,7 @@ async fn insert(
         .map(Timestamp::after);
     sqlx::query(
         "INSERT INTO proposals (id, bottle_id, kind, change, change_key, justification, flags, \
-         created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(id.as_str())
     .bind(p.bottle_id.get())

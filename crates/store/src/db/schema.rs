@@ -1,26 +1,39 @@
-//! The database's schema: probing an existing file without touching it, and running the embedded migrations from the workspace's `migrations/`.
+//! The database's schema: probing an existing database without touching it, and running
+//! the embedded migrations, one folder per backend: the workspace's `migrations/sqlite/`
+//! and `migrations/postgres/`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use sqlx::Connection;
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sqlx::{AnyPool, Connection, PgConnection};
 
+use super::backend::{Backend, Location};
 use crate::error::{StoreError, StoreResult};
 
-static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
+static SQLITE: Migrator = sqlx::migrate!("../../migrations/sqlite");
+static POSTGRES: Migrator = sqlx::migrate!("../../migrations/postgres");
+
+fn migrator(backend: Backend) -> &'static Migrator {
+    match backend {
+        Backend::Sqlite => &SQLITE,
+        Backend::Postgres => &POSTGRES,
+    }
+}
 
 /// Applies the migrations this build knows. SQLite's migrator takes no lock, so another
 /// process may be migrating the same file at the same moment: a migration that fails
 /// because the other process applied it first is not an error. Each retry starts after
 /// whatever the other process has committed, until the schema is current or a retry fails
-/// with the schema still behind.
-pub(super) async fn migrate(pool: &SqlitePool) -> StoreResult<()> {
+/// with the schema still behind. (PostgreSQL's migrator holds an advisory lock while it
+/// runs, so there the first attempt waits for the other process instead.)
+pub(super) async fn migrate(pool: &AnyPool, backend: Backend) -> StoreResult<()> {
     const ATTEMPTS: usize = 20;
     let mut attempt = 0;
+    let migrator = migrator(backend);
     loop {
-        let Err(err) = MIGRATOR.run(pool).await else {
+        let Err(err) = migrator.run(pool).await else {
             return Ok(());
         };
         let applied: Option<i64> =
@@ -28,7 +41,7 @@ pub(super) async fn migrate(pool: &SqlitePool) -> StoreResult<()> {
                 .fetch_one(pool)
                 .await
                 .unwrap_or(None);
-        if applied == Some(known_version()) {
+        if applied == Some(known_version(backend)) {
             return Ok(());
         }
         attempt += 1;
@@ -39,9 +52,13 @@ pub(super) async fn migrate(pool: &SqlitePool) -> StoreResult<()> {
     }
 }
 
-/// The highest migration version this build knows.
-fn known_version() -> i64 {
-    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+/// The highest migration version this build knows for a backend.
+fn known_version(backend: Backend) -> i64 {
+    migrator(backend)
+        .iter()
+        .map(|m| m.version)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Looks at an existing file without changing it: it must be empty, or a supervise
@@ -94,12 +111,64 @@ pub(super) async fn probe(path: &Path) -> StoreResult<()> {
             .await
             .unwrap_or(None);
         match (app.as_deref(), version) {
-            (Some("supervise"), Some(v)) if v > known_version() => Err(StoreError::SchemaTooNew {
-                found: v,
-                known: known_version(),
-            }),
+            (Some("supervise"), Some(v)) if v > known_version(Backend::Sqlite) => {
+                Err(StoreError::SchemaTooNew {
+                    found: v,
+                    known: known_version(Backend::Sqlite),
+                })
+            }
             (Some("supervise"), _) => Ok(()),
             _ => Err(not_ours()),
+        }
+    };
+    let _ = conn.close().await;
+    result
+}
+
+/// Looks at a PostgreSQL database without changing it: it must have no tables in its
+/// schema (then, with `create`, it is given one; a read command refuses it as
+/// [`StoreError::Missing`]), or be a supervise database no newer than this build.
+pub(super) async fn probe_postgres(
+    location: &Location,
+    url: &str,
+    create: bool,
+) -> StoreResult<()> {
+    let shown = PathBuf::from(location.to_string());
+    let mut conn = PgConnection::connect(url).await?;
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables \
+         WHERE table_schema = current_schema()",
+    )
+    .fetch_all(&mut conn)
+    .await?;
+    let has = |name: &str| tables.iter().any(|t| t == name);
+    let result = if tables.is_empty() || (tables.len() == 1 && has("_sqlx_migrations")) {
+        // Empty, or another process's first migration is in flight (the migrator's
+        // advisory lock makes this one wait for it).
+        if create {
+            Ok(())
+        } else {
+            Err(StoreError::Missing(shown))
+        }
+    } else if !has("meta") || !has("_sqlx_migrations") {
+        Err(StoreError::NotSupervise(shown))
+    } else {
+        let app: Option<String> =
+            sqlx::query_scalar("SELECT value FROM meta WHERE key = 'application'")
+                .fetch_optional(&mut conn)
+                .await
+                .unwrap_or(None);
+        let version: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap_or(None);
+        let known = known_version(Backend::Postgres);
+        match (app.as_deref(), version) {
+            (Some("supervise"), Some(v)) if v > known => {
+                Err(StoreError::SchemaTooNew { found: v, known })
+            }
+            (Some("supervise"), _) => Ok(()),
+            _ => Err(StoreError::NotSupervise(shown)),
         }
     };
     let _ = conn.close().await;

@@ -1,7 +1,7 @@
 //! The task row of a proposal: opening it in the filing transaction and reading it back.
 //! Both the filing code and the task reads use these, so they depend on nothing else here.
 
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 use super::rows::{TASK_COLUMNS, TaskRow};
 use crate::error::{StoreError, StoreResult};
@@ -9,13 +9,13 @@ use crate::model::{BottleId, Proposal, Task, Timestamp};
 
 /// Opens (or finds) the task of the open proposal `p`, readable until its expiry.
 pub(super) async fn open_task_in(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     p: &Proposal,
     now: &Timestamp,
 ) -> StoreResult<Task> {
     sqlx::query(
         "INSERT INTO tasks (proposal_id, bottle_id, created_at, readable_until) \
-         VALUES (?, ?, ?, ?) ON CONFLICT (proposal_id) DO NOTHING",
+         VALUES ($1, $2, $3, $4) ON CONFLICT (proposal_id) DO NOTHING",
     )
     .bind(p.id.as_str())
     .bind(p.bottle_id.get())
@@ -29,12 +29,12 @@ pub(super) async fn open_task_in(
 }
 
 pub(super) async fn task_of(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     bottle_id: BottleId,
     id: &str,
 ) -> StoreResult<Option<Task>> {
     let row: Option<TaskRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{TASK_COLUMNS} WHERE proposal_id = ? AND bottle_id = ?"
+        "{TASK_COLUMNS} WHERE proposal_id = $1 AND bottle_id = $2"
     )))
     .bind(id)
     .bind(bottle_id.get())

@@ -6,7 +6,7 @@
 //! `tasks` row says the outcome stays readable by `tasks/get` until `readable_until`. Only a
 //! task read ever returns an outcome a second time.
 
-use sqlx::sqlite::SqliteConnection;
+use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::Store;
@@ -59,7 +59,7 @@ impl Store {
         let now = Timestamp::now();
         let mut reads = Vec::with_capacity(ids.len());
         {
-            let mut tx = self.inner.pool.begin().await?;
+            let mut tx = self.read().await?;
             for id in ids {
                 reads.push(readable(&mut tx, bottle_id, id.as_ref(), &now).await?.map(
                     |(task, proposal)| TaskRead {
@@ -126,7 +126,7 @@ impl Store {
             && proposal.archived_at.is_none()
         {
             proposal = withdraw_in(w.conn(), bottle_id, id, &now).await?;
-            sqlx::query("UPDATE tasks SET cancelled_at = ? WHERE proposal_id = ?")
+            sqlx::query("UPDATE tasks SET cancelled_at = $1 WHERE proposal_id = $2")
                 .bind(now.as_str())
                 .bind(id)
                 .execute(w.conn())
@@ -151,7 +151,7 @@ fn undelivered_outcome(task: &Task, p: &Proposal) -> bool {
 /// The bottle's task `id` with its proposal, unless it is someone else's or its lifetime is
 /// over with nothing left to deliver.
 async fn readable(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     bottle_id: BottleId,
     id: &str,
     now: &Timestamp,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sqlx::sqlite::SqliteConnection;
+use sqlx::AnyConnection;
 
 use crate::model::{BottleId, EventKind, Kind, Proposal, Timestamp};
 
@@ -37,13 +37,13 @@ impl<'a> NewEvent<'a> {
 
 /// Appends one event inside the caller's transaction.
 pub(super) async fn record(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     at: &Timestamp,
     ev: NewEvent<'_>,
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO events (at, event, actor, bottle_id, proposal_id, grant_id, kind, change, note) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(at.as_str())
     .bind(ev.event.as_str())
@@ -63,7 +63,7 @@ pub(super) async fn record(
 /// agent that took it, or the gate that used it. The change is the decision's, the note the
 /// outcome.
 pub(super) async fn record_delivered(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     now: &Timestamp,
     p: &Proposal,
     actor: &str,
@@ -90,7 +90,7 @@ pub(super) async fn record_delivered(
 
 /// Records that an undecided proposal ran out of time.
 pub(super) async fn record_expired(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     now: &Timestamp,
     p: &Proposal,
 ) -> sqlx::Result<()> {
@@ -118,12 +118,12 @@ pub(crate) const REPEAT_EVENT_EVERY: Duration = Duration::from_secs(60);
 /// was recorded within [`REPEAT_EVENT_EVERY`]. One descending lookup in the index of the
 /// proposal's events, which the rule itself keeps short.
 pub(super) async fn repeat_is_due(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     proposal_id: &str,
     event: EventKind,
 ) -> sqlx::Result<bool> {
     let last: Option<String> = sqlx::query_scalar(
-        "SELECT at FROM events WHERE proposal_id = ? AND event = ? ORDER BY seq DESC LIMIT 1",
+        "SELECT at FROM events WHERE proposal_id = $1 AND event = $2 ORDER BY seq DESC LIMIT 1",
     )
     .bind(proposal_id)
     .bind(event.as_str())

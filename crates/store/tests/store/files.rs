@@ -235,7 +235,7 @@ async fn a_new_database_is_private_or_group_shared_in_a_setgid_directory() {
         0o660,
         "the group shares a database in a setgid directory"
     );
-    let claim = store.claim_server().unwrap();
+    let claim = store.claim_server().await.unwrap();
     assert_eq!(mode(&path.with_extension("db.server-lock")), 0o660);
     drop(claim);
     store.close().await;
@@ -336,9 +336,10 @@ async fn one_server_claim_per_database() {
     let db = TestDb::new();
     let first = db.open().await;
     let second = db.open().await;
-    let claim = first.claim_server().expect("the first claim");
+    let claim = first.claim_server().await.expect("the first claim");
     let err = second
         .claim_server()
+        .await
         .expect_err("a second claim is refused");
     match &err {
         StoreError::AlreadyServed { pid, .. } => assert_eq!(*pid, Some(std::process::id())),
@@ -351,5 +352,6 @@ async fn one_server_claim_per_database() {
     drop(claim);
     second
         .claim_server()
+        .await
         .expect("free again once the first lets go");
 }

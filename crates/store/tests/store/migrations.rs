@@ -29,16 +29,19 @@ async fn new_file_is_migrated_and_reopen_is_idempotent() {
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations"))
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "sql")
-        })
-        .count();
+    let files = std::fs::read_dir(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../migrations/sqlite"
+    ))
+    .unwrap()
+    .filter(|e| {
+        e.as_ref()
+            .unwrap()
+            .path()
+            .extension()
+            .is_some_and(|x| x == "sql")
+    })
+    .count();
     assert_eq!(applied as usize, files, "each migration applied once");
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
         .fetch_one(&mut conn)
