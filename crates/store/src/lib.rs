@@ -24,7 +24,7 @@ pub mod model;
 pub mod paths;
 pub mod text;
 
-pub use db::{ProposalLimits, ServerClaim, Store, StoreOptions};
+pub use db::{Backend, Location, ProposalLimits, ServerClaim, Store, StoreOptions, default_host};
 pub use error::{StoreError, StoreResult};
 pub use model::{
     Bottle, BottleId, BottleRef, Decision, Delivery, DenyReason, EgressDecision, EndReason, Event,

@@ -11,13 +11,11 @@ fn invalid_field(r: Result<impl std::fmt::Debug, StoreError>) -> String {
     }
 }
 
-#[tokio::test]
-async fn bad_proposals_are_refused_and_write_nothing() {
-    let db = TestDb::new();
+async fn bad_proposals_are_refused_and_write_nothing(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     created(&store, egress(&b, "ok.example")).await;
-    let before = counts(&db.path).await;
+    let before = counts(&db).await;
 
     let long = "x".repeat(2001);
     let cases: Vec<(Kind, Value, &str, &str)> = vec![
@@ -137,16 +135,15 @@ async fn bad_proposals_are_refused_and_write_nothing() {
         store.propose(ghost).await,
         Err(StoreError::BottleNotFound(_))
     ));
-    assert_eq!(counts(&db.path).await, before);
+    assert_eq!(counts(&db).await, before);
 }
+on_both!(bad_proposals_are_refused_and_write_nothing);
 
-#[tokio::test]
-async fn bad_decisions_and_registry_calls_write_nothing() {
-    let db = TestDb::new();
+async fn bad_decisions_and_registry_calls_write_nothing(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let id = created(&store, egress(&b, "ok.example")).await;
-    let before = counts(&db.path).await;
+    let before = counts(&db).await;
 
     assert!(matches!(
         store
@@ -213,12 +210,11 @@ async fn bad_decisions_and_registry_calls_write_nothing() {
         store.list(Some("nope"), Default::default()).await,
         Err(StoreError::BottleNotFound(_))
     ));
-    assert_eq!(counts(&db.path).await, before);
+    assert_eq!(counts(&db).await, before);
 }
+on_both!(bad_decisions_and_registry_calls_write_nothing);
 
-#[tokio::test]
-async fn ambiguous_prefix_is_refused() {
-    let db = TestDb::new();
+async fn ambiguous_prefix_is_refused(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let a = created(&store, egress(&b, "a.example")).await;
@@ -237,3 +233,4 @@ async fn ambiguous_prefix_is_refused() {
     ));
     assert_eq!(store.show(&a).await.unwrap().0.id, a);
 }
+on_both!(ambiguous_prefix_is_refused);

@@ -4,12 +4,9 @@
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use sqlx::Connection;
-use supervise_store::{ProposalLimits, Store, StoreError, StoreOptions, Verdict};
+use supervise_store::{Backend, ProposalLimits, Store, StoreError, StoreOptions, Verdict};
 
-#[tokio::test]
-async fn busy_database_is_retryable_and_recovers() {
-    let db = TestDb::new();
+async fn busy_database_is_retryable_and_recovers(db: TestDb) {
     let setup = db.open().await;
     let b = bottle(&setup, "demo", "127.0.0.1").await;
     let id = created(&setup, egress(&b, "a.example")).await;
@@ -25,17 +22,16 @@ async fn busy_database_is_retryable_and_recovers() {
     )
     .await
     .unwrap();
-    let before = counts(&db.path).await;
+    let before = counts(&db).await;
 
-    // The "other process": a raw connection holding BEGIN IMMEDIATE.
-    let mut holder =
-        sqlx::sqlite::SqliteConnection::connect(&format!("sqlite://{}", db.path.display()))
-            .await
-            .unwrap();
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut holder)
-        .await
-        .unwrap();
+    // The "other process": a raw connection holding the write lock (SQLite: BEGIN
+    // IMMEDIATE; PostgreSQL: the writers' advisory lock, as another host's server would).
+    let mut holder = db.raw().await;
+    let take = match db.backend {
+        Backend::Sqlite => "BEGIN IMMEDIATE",
+        _ => "BEGIN; SELECT pg_advisory_xact_lock(8319679467651230067)",
+    };
+    sqlx::raw_sql(take).execute(&mut holder).await.unwrap();
 
     let started = Instant::now();
     let r = store.propose(egress(&b, "b.example")).await;
@@ -49,7 +45,7 @@ async fn busy_database_is_retryable_and_recovers() {
         store.decide(&id, Verdict::Approve, "op", None, None).await,
         Err(StoreError::Busy)
     ));
-    // Reads still work under a writer (WAL).
+    // Reads still work under a writer (WAL; MVCC).
     assert_eq!(store.list(None, Default::default()).await.unwrap().len(), 1);
     assert!(matches!(
         store.take_decision(b.id, &id).await.unwrap(),
@@ -57,10 +53,11 @@ async fn busy_database_is_retryable_and_recovers() {
     ));
 
     sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
-    assert_eq!(counts(&db.path).await, before, "nothing half-written");
+    assert_eq!(counts(&db).await, before, "nothing half-written");
     created(&store, egress(&b, "b.example")).await;
     store
         .decide(&id, Verdict::Approve, "op", None, None)
         .await
         .unwrap();
 }
+on_both!(busy_database_is_retryable_and_recovers);

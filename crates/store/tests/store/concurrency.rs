@@ -46,9 +46,7 @@ async fn poll_all(
     (decided, unknown, pending)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sixty_four_polls_deliver_once() {
-    let db = TestDb::new();
+async fn sixty_four_polls_deliver_once(db: TestDb) {
     let (server, cli) = two_pools(&db).await;
     let b = bottle(&server, "demo", "127.0.0.1").await;
     let id = created(&server, egress(&b, "a.example")).await;
@@ -66,10 +64,13 @@ async fn sixty_four_polls_deliver_once() {
         .count();
     assert_eq!(delivered, 1, "one delivery in the audit trail");
 }
+on_both!(
+    sixty_four_polls_deliver_once,
+    flavor = "multi_thread",
+    worker_threads = 4
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn many_proposals_polled_while_decided() {
-    let db = TestDb::new();
+async fn many_proposals_polled_while_decided(db: TestDb) {
     let (server, cli) = two_pools(&db).await;
     let b = bottle(&server, "demo", "127.0.0.1").await;
     let mut ids = Vec::new();
@@ -119,14 +120,17 @@ async fn many_proposals_polled_while_decided() {
     let mut want = ids.clone();
     want.sort();
     assert_eq!(got, want, "every decision delivered exactly once");
-    let c = counts(&db.path).await;
+    let c = counts(&db).await;
     assert_eq!(c["archived"], 24);
     assert_eq!(c["grants"], 16);
 }
+on_both!(
+    many_proposals_polled_while_decided,
+    flavor = "multi_thread",
+    worker_threads = 4
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn approve_racing_reject_one_wins() {
-    let db = TestDb::new();
+async fn approve_racing_reject_one_wins(db: TestDb) {
     let (server, cli) = two_pools(&db).await;
     let b = bottle(&server, "demo", "127.0.0.1").await;
     for round in 0..20 {
@@ -173,13 +177,16 @@ async fn approve_racing_reject_one_wins() {
             .count();
         assert_eq!(decisions, 1);
     }
-    let c = counts(&db.path).await;
+    let c = counts(&db).await;
     assert!(c["grants"].as_i64().unwrap() <= 20);
 }
+on_both!(
+    approve_racing_reject_one_wins,
+    flavor = "multi_thread",
+    worker_threads = 4
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_identical_proposals_coalesce() {
-    let db = TestDb::new();
+async fn concurrent_identical_proposals_coalesce(db: TestDb) {
     let (server, cli) = two_pools(&db).await;
     let b = bottle(&server, "demo", "127.0.0.1").await;
     let mut tasks = Vec::new();
@@ -197,15 +204,18 @@ async fn concurrent_identical_proposals_coalesce() {
         ids.insert(t.await.unwrap().unwrap().into_proposal().id);
     }
     assert_eq!(ids.len(), 1, "one proposal for one change");
-    let c = counts(&db.path).await;
+    let c = counts(&db).await;
     assert_eq!(c["proposals"], 1);
     assert_eq!(c["hits"], 32);
     assert_eq!(json!(c["pending"]), json!(1));
 }
+on_both!(
+    concurrent_identical_proposals_coalesce,
+    flavor = "multi_thread",
+    worker_threads = 4
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn batch_delivery_races_single_polls_and_delivers_once() {
-    let db = TestDb::new();
+async fn batch_delivery_races_single_polls_and_delivers_once(db: TestDb) {
     let (server, cli) = two_pools(&db).await;
     let b = bottle(&server, "demo", "127.0.0.1").await;
     let mut ids = Vec::new();
@@ -252,7 +262,12 @@ async fn batch_delivery_races_single_polls_and_delivers_once() {
     }
     assert_eq!(delivered.len(), 20, "every decided proposal delivered");
     assert!(delivered.values().all(|&n| n == 1), "{delivered:?}");
-    let c = counts(&db.path).await;
+    let c = counts(&db).await;
     assert_eq!(c["archived"], 20);
     assert_eq!(c["pending"], 10);
 }
+on_both!(
+    batch_delivery_races_single_polls_and_delivers_once,
+    flavor = "multi_thread",
+    worker_threads = 4
+);

@@ -1,12 +1,11 @@
 //! A process killed with SIGKILL in the middle of proposing loses nothing it reported and
-//! leaves a database that passes `PRAGMA integrity_check`.
+//! leaves a database that passes `PRAGMA integrity_check` (SQLite), on either backend.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use crate::common::*;
-use sqlx::Connection;
-use supervise_store::{EventKind, ProposalLimits};
+use supervise_store::{Backend, EventKind, ProposalLimits};
 
 const CHILD_ENV: &str = "SUPERVISE_CRASH_CHILD_DB";
 
@@ -40,8 +39,19 @@ async fn child_proposer() {
 }
 
 #[test]
-fn killed_proposer_loses_nothing() {
-    let db = TestDb::new();
+fn killed_proposer_loses_nothing_sqlite() {
+    killed_proposer_loses_nothing(TestDb::new());
+}
+
+#[test]
+fn killed_proposer_loses_nothing_postgres() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    if let Some(db) = rt.block_on(TestDb::postgres()) {
+        killed_proposer_loses_nothing(db);
+    }
+}
+
+fn killed_proposer_loses_nothing(db: TestDb) {
     let exe = std::env::current_exe().unwrap();
     let mut reported = Vec::new();
     for (round, kill_after) in [3usize, 11, 29, 1, 47].into_iter().enumerate() {
@@ -83,16 +93,15 @@ fn killed_proposer_loses_nothing() {
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let mut conn =
-            sqlx::sqlite::SqliteConnection::connect(&format!("sqlite://{}", db.path.display()))
+        if db.backend == Backend::Sqlite {
+            let mut conn = db.raw().await;
+            let check: String = sqlx::query_scalar("PRAGMA integrity_check")
+                .fetch_one(&mut conn)
                 .await
                 .unwrap();
-        let check: String = sqlx::query_scalar("PRAGMA integrity_check")
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-        assert_eq!(check, "ok");
-        drop(conn);
+            assert_eq!(check, "ok");
+            drop(conn);
+        }
         let store = db.open().await;
         for id in &reported {
             let (p, history) = store

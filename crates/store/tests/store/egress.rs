@@ -46,9 +46,7 @@ fn reason(d: &EgressDecision) -> DenyReason {
     }
 }
 
-#[tokio::test]
-async fn exact_and_wildcard_grants_by_port_and_bottle() {
-    let db = TestDb::new();
+async fn exact_and_wildcard_grants_by_port_and_bottle(db: TestDb) {
     let store = db.open().await;
     let a = bottle(&store, "a", "127.0.0.2").await;
     bottle(&store, "b", "127.0.0.3").await;
@@ -111,10 +109,9 @@ async fn exact_and_wildcard_grants_by_port_and_bottle() {
         "an IPv4-mapped source is the IPv4 bottle"
     );
 }
+on_both!(exact_and_wildcard_grants_by_port_and_bottle);
 
-#[tokio::test]
-async fn ended_grants_never_count() {
-    let db = TestDb::new();
+async fn ended_grants_never_count(db: TestDb) {
     let store = db.open().await;
     let a = bottle(&store, "a", "127.0.0.2").await;
     let g = grant(&store, &a, "pypi.org", 443, None).await;
@@ -148,10 +145,9 @@ async fn ended_grants_never_count() {
         DenyReason::UnknownBottle
     );
 }
+on_both!(ended_grants_never_count);
 
-#[tokio::test]
-async fn a_refusal_names_the_undecided_proposal_asking_for_it() {
-    let db = TestDb::new();
+async fn a_refusal_names_the_undecided_proposal_asking_for_it(db: TestDb) {
     let store = db.open().await;
     let a = bottle(&store, "a", "127.0.0.2").await;
     let wild = created(&store, egress(&a, "*.example.test")).await;
@@ -174,10 +170,9 @@ async fn a_refusal_names_the_undecided_proposal_asking_for_it() {
         other => panic!("{other:?}"),
     }
 }
+on_both!(a_refusal_names_the_undecided_proposal_asking_for_it);
 
-#[tokio::test]
-async fn observed_proposals_are_flagged_coalesced_and_never_for_the_host_itself() {
-    let db = TestDb::new();
+async fn observed_proposals_are_flagged_coalesced_and_never_for_the_host_itself(db: TestDb) {
     let store = db.open().await;
     let a = bottle(&store, "a", "127.0.0.2").await;
     let first = store
@@ -226,10 +221,9 @@ async fn observed_proposals_are_flagged_coalesced_and_never_for_the_host_itself(
         "the flag survives the file"
     );
 }
+on_both!(observed_proposals_are_flagged_coalesced_and_never_for_the_host_itself);
 
-#[tokio::test]
-async fn grant_use_is_recorded_at_most_once_a_minute_and_read_by_policy() {
-    let db = TestDb::new();
+async fn grant_use_is_recorded_at_most_once_a_minute_and_read_by_policy(db: TestDb) {
     let store = db.open().await;
     let a = bottle(&store, "a", "127.0.0.2").await;
     grant(&store, &a, "*.example.test", 443, None).await;
@@ -271,3 +265,4 @@ async fn grant_use_is_recorded_at_most_once_a_minute_and_read_by_policy() {
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].1[0].last_used_at.as_ref(), Some(&used[0].at));
 }
+on_both!(grant_use_is_recorded_at_most_once_a_minute_and_read_by_policy);

@@ -31,9 +31,7 @@ fn filed_id(r: &GateRef) -> String {
     }
 }
 
-#[tokio::test]
-async fn a_push_is_all_or_nothing_and_an_approval_is_used_once() {
-    let db = TestDb::new();
+async fn a_push_is_all_or_nothing_and_an_approval_is_used_once(db: TestDb) {
     let store = db.open().await;
     bottle(&store, "demo", "127.0.0.1").await;
     let first = push(&store, vec![update("refs/heads/a", 'a')]).await;
@@ -78,10 +76,9 @@ async fn a_push_is_all_or_nothing_and_an_approval_is_used_once() {
             .accepted
     );
 }
+on_both!(a_push_is_all_or_nothing_and_an_approval_is_used_once);
 
-#[tokio::test]
-async fn a_revoked_approval_covers_nothing() {
-    let db = TestDb::new();
+async fn a_revoked_approval_covers_nothing(db: TestDb) {
     let store = db.open().await;
     bottle(&store, "demo", "127.0.0.1").await;
     let id = filed_id(&push(&store, vec![update("refs/heads/a", 'a')]).await.refs[0]);
@@ -97,10 +94,9 @@ async fn a_revoked_approval_covers_nothing() {
             .accepted
     );
 }
+on_both!(a_revoked_approval_covers_nothing);
 
-#[tokio::test]
-async fn a_standing_grant_covers_its_namespace_for_fast_forwards_only() {
-    let db = TestDb::new();
+async fn a_standing_grant_covers_its_namespace_for_fast_forwards_only(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let mut standing = git_push(&b, "agent/*");
@@ -130,10 +126,9 @@ async fn a_standing_grant_covers_its_namespace_for_fast_forwards_only() {
         ["force-push"]
     );
 }
+on_both!(a_standing_grant_covers_its_namespace_for_fast_forwards_only);
 
-#[tokio::test]
-async fn an_invalid_update_refuses_the_push_and_writes_nothing() {
-    let db = TestDb::new();
+async fn an_invalid_update_refuses_the_push_and_writes_nothing(db: TestDb) {
     let store = db.open().await;
     bottle(&store, "demo", "127.0.0.1").await;
     let mut bad = update("refs/heads/a", 'a');
@@ -151,3 +146,4 @@ async fn an_invalid_update_refuses_the_push_and_writes_nothing() {
             .is_empty()
     );
 }
+on_both!(an_invalid_update_refuses_the_push_and_writes_nothing);

@@ -9,9 +9,7 @@ use supervise_store::{
     StoreError, Verdict,
 };
 
-#[tokio::test]
-async fn propose_repeat_approve_deliver_once() {
-    let db = TestDb::new();
+async fn propose_repeat_approve_deliver_once(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
 
@@ -32,7 +30,7 @@ async fn propose_repeat_approve_deliver_once() {
     };
     assert_eq!(r.id, p.id);
     assert_eq!(r.hits, 2);
-    assert_eq!(counts(&db.path).await["proposals"], 1);
+    assert_eq!(counts(&db).await["proposals"], 1);
 
     assert!(matches!(
         store.take_decision(b.id, &p.id).await.unwrap(),
@@ -79,7 +77,7 @@ async fn propose_repeat_approve_deliver_once() {
     assert_eq!(history[3].actor, "bottle:demo");
 
     // Deciding again is refused and names who decided.
-    let before = counts(&db.path).await;
+    let before = counts(&db).await;
     match store
         .decide(&p.id, Verdict::Reject, "bob", None, None)
         .await
@@ -92,17 +90,16 @@ async fn propose_repeat_approve_deliver_once() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(counts(&db.path).await, before);
+    assert_eq!(counts(&db).await, before);
 }
+on_both!(propose_repeat_approve_deliver_once);
 
-#[tokio::test]
-async fn modify_merges_validates_and_flags_widening() {
-    let db = TestDb::new();
+async fn modify_merges_validates_and_flags_widening(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let id = created(&store, egress(&b, "api.example.com")).await;
 
-    let before = counts(&db.path).await;
+    let before = counts(&db).await;
     let bad = json!({"port": 70000}).as_object().unwrap().clone();
     match store
         .decide(&id, Verdict::Modify(bad), "alice", None, None)
@@ -111,11 +108,7 @@ async fn modify_merges_validates_and_flags_widening() {
         Err(StoreError::Invalid { field, .. }) => assert_eq!(field, "port"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(
-        counts(&db.path).await,
-        before,
-        "invalid modify changes nothing"
-    );
+    assert_eq!(counts(&db).await, before, "invalid modify changes nothing");
 
     let patch = json!({"host": "*.example.com"})
         .as_object()
@@ -144,10 +137,9 @@ async fn modify_merges_validates_and_flags_widening() {
     );
     assert!(grants[0].expires_at.is_some());
 }
+on_both!(modify_merges_validates_and_flags_widening);
 
-#[tokio::test]
-async fn reject_then_cooldown_answers_at_once() {
-    let db = TestDb::new();
+async fn reject_then_cooldown_answers_at_once(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let id = created(&store, egress(&b, "evil.example")).await;
@@ -175,7 +167,7 @@ async fn reject_then_cooldown_answers_at_once() {
         p.decision.unwrap().note.as_deref(),
         Some("not for this task")
     );
-    let c = counts(&db.path).await;
+    let c = counts(&db).await;
     assert_eq!(c["proposals"], 1);
     assert_eq!(c["pending"], 0);
 
@@ -194,10 +186,9 @@ async fn reject_then_cooldown_answers_at_once() {
         Proposed::Created(_)
     ));
 }
+on_both!(reject_then_cooldown_answers_at_once);
 
-#[tokio::test]
-async fn bottles_are_isolated() {
-    let db = TestDb::new();
+async fn bottles_are_isolated(db: TestDb) {
     let store = db.open().await;
     let a = bottle(&store, "alpha", "127.0.0.2").await;
     let b = bottle(&store, "beta", "127.0.0.3").await;
@@ -227,10 +218,9 @@ async fn bottles_are_isolated() {
         Delivery::Decided(_)
     ));
 }
+on_both!(bottles_are_isolated);
 
-#[tokio::test]
-async fn withdraw_archives_and_refuses_decided() {
-    let db = TestDb::new();
+async fn withdraw_archives_and_refuses_decided(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let id = created(&store, git_push(&b, "feature/x")).await;
@@ -265,10 +255,9 @@ async fn withdraw_archives_and_refuses_decided() {
         })
     ));
 }
+on_both!(withdraw_archives_and_refuses_decided);
 
-#[tokio::test]
-async fn proposals_expire_on_read_and_by_sweep() {
-    let db = TestDb::new();
+async fn proposals_expire_on_read_and_by_sweep(db: TestDb) {
     let store = db
         .open_limits(ProposalLimits {
             proposal_ttl: Some(Duration::from_secs(1)),
@@ -328,10 +317,9 @@ async fn proposals_expire_on_read_and_by_sweep() {
         Proposed::Created(_)
     ));
 }
+on_both!(proposals_expire_on_read_and_by_sweep);
 
-#[tokio::test]
-async fn grants_expire_and_revoke() {
-    let db = TestDb::new();
+async fn grants_expire_and_revoke(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let short = created(&store, egress(&b, "short.example")).await;
@@ -378,10 +366,9 @@ async fn grants_expire_and_revoke() {
         Err(StoreError::GrantNotFound(_))
     ));
 }
+on_both!(grants_expire_and_revoke);
 
-#[tokio::test]
-async fn pending_cap_per_bottle() {
-    let db = TestDb::new();
+async fn pending_cap_per_bottle(db: TestDb) {
     let store = db
         .open_limits(ProposalLimits {
             max_pending_per_bottle: Some(2),
@@ -392,14 +379,14 @@ async fn pending_cap_per_bottle() {
     let b = bottle(&store, "beta", "127.0.0.3").await;
     created(&store, egress(&a, "one.example")).await;
     created(&store, egress(&a, "two.example")).await;
-    let before = counts(&db.path).await;
+    let before = counts(&db).await;
     match store.propose(egress(&a, "three.example")).await {
         Err(StoreError::PendingCapReached { slug, limit }) => {
             assert_eq!((slug.as_str(), limit), ("alpha", 2));
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(counts(&db.path).await, before, "a refusal writes nothing");
+    assert_eq!(counts(&db).await, before, "a refusal writes nothing");
     // Repeats are not new work; other bottles are unaffected.
     assert!(matches!(
         store.propose(egress(&a, "one.example")).await.unwrap(),
@@ -407,10 +394,9 @@ async fn pending_cap_per_bottle() {
     ));
     created(&store, egress(&b, "three.example")).await;
 }
+on_both!(pending_cap_per_bottle);
 
-#[tokio::test]
-async fn removed_bottle_is_a_new_bottle_when_added_again() {
-    let db = TestDb::new();
+async fn removed_bottle_is_a_new_bottle_when_added_again(db: TestDb) {
     let store = db.open().await;
     let old = bottle(&store, "demo", "127.0.0.1").await;
     let pending = created(&store, egress(&old, "a.example")).await;
@@ -496,6 +482,7 @@ async fn removed_bottle_is_a_new_bottle_when_added_again() {
         assert!(audit.contains(&want), "{want} in {audit:?}");
     }
 }
+on_both!(removed_bottle_is_a_new_bottle_when_added_again);
 
 #[tokio::test]
 async fn register_bottle_adds_moves_and_refuses_taken_addresses() {
@@ -527,9 +514,7 @@ async fn register_bottle_adds_moves_and_refuses_taken_addresses() {
     assert_eq!(mapped.unwrap().slug, "demo");
 }
 
-#[tokio::test]
-async fn change_feed_and_views() {
-    let db = TestDb::new();
+async fn change_feed_and_views(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let start = store.last_seq().await.unwrap();
@@ -558,11 +543,7 @@ async fn change_feed_and_views() {
     );
 
     // The views an auditor reads with sqlite3.
-    use sqlx::Connection;
-    let mut conn =
-        sqlx::sqlite::SqliteConnection::connect(&format!("sqlite://{}", db.path.display()))
-            .await
-            .unwrap();
+    let mut conn = db.raw().await;
     let other = created(&store, egress(&b, "b.example")).await;
     let pending: Vec<(String, String)> = sqlx::query_as("SELECT id, bottle FROM pending_proposals")
         .fetch_all(&mut conn)
@@ -596,10 +577,9 @@ async fn change_feed_and_views() {
             .is_err()
     );
 }
+on_both!(change_feed_and_views);
 
-#[tokio::test]
-async fn decisions_name_their_grant_and_ids_abbreviate() {
-    let db = TestDb::new();
+async fn decisions_name_their_grant_and_ids_abbreviate(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let a = created(&store, egress(&b, "a.example")).await;
@@ -637,3 +617,4 @@ async fn decisions_name_their_grant_and_ids_abbreviate() {
         Err(StoreError::BottleNotFound(_))
     ));
 }
+on_both!(decisions_name_their_grant_and_ids_abbreviate);

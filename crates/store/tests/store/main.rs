@@ -1,9 +1,13 @@
-//! The store's integration tests, on real database files in temporary directories. One
-//! module per capability; `common` is the shared set-up.
+//! The store's integration tests, on real databases: SQLite files in temporary directories
+//! and PostgreSQL databases on a throwaway cluster. One module per capability; `common` is
+//! the shared set-up, and its `on_both!` runs a test body on each backend. What only a file
+//! has (`files`, `corrupt`'s hand edits with CHECKs off, SQLite's migration probe) stays
+//! SQLite-only.
 
+#[macro_use]
+mod common;
 mod bad_input;
 mod busy;
-mod common;
 mod concurrency;
 mod corrupt;
 mod crash;

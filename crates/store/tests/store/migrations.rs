@@ -18,12 +18,12 @@ async fn new_file_is_migrated_and_reopen_is_idempotent() {
     let b = bottle(&store, "demo", "127.0.0.1").await;
     created(&store, egress(&b, "a.example")).await;
     store.close().await;
-    let before = counts(&db.path).await;
+    let before = counts(&db).await;
     for _ in 0..3 {
         let again = db.open().await;
         again.close().await;
     }
-    assert_eq!(counts(&db.path).await, before);
+    assert_eq!(counts(&db).await, before);
     let mut conn = raw(&db.path).await;
     let applied: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations")
         .fetch_one(&mut conn)
@@ -205,4 +205,106 @@ async fn a_new_database_is_readable_by_its_owner_only() {
         let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{} is {mode:o}", path.display());
     }
+}
+
+/// PostgreSQL: an empty database is given the schema once (each migration of
+/// `migrations/postgres/` applied once, however often it is opened); a read command
+/// refuses an empty one; someone else's database and a newer schema are refused untouched.
+#[tokio::test]
+async fn postgres_schema_is_created_once_and_guarded() {
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let read_only = StoreOptions {
+        create: false,
+        ..StoreOptions::default()
+    };
+    let r = Store::open(&db.path, read_only.clone()).await;
+    assert!(matches!(r, Err(StoreError::Missing(_))), "{r:?}");
+    db.open().await.close().await;
+    let store = db.open().await;
+    bottle(&store, "demo", "127.0.0.1").await;
+    store.close().await;
+    Store::open(&db.path, read_only)
+        .await
+        .unwrap()
+        .close()
+        .await;
+    let mut conn = db.raw().await;
+    let applied: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let files = std::fs::read_dir(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../migrations/postgres"
+    ))
+    .unwrap()
+    .filter(|e| {
+        e.as_ref()
+            .unwrap()
+            .path()
+            .extension()
+            .is_some_and(|x| x == "sql")
+    })
+    .count();
+    assert_eq!(applied as usize, files, "each migration applied once");
+    // Ordering is by bytes whatever the database's collation: 'Z' < 'a' < 'é'.
+    let sorted: Vec<String> = sqlx::query_scalar(
+        "SELECT value FROM (VALUES ('a'), ('Z'), ('é')) AS v(value) \
+         ORDER BY value COLLATE \"C\"",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(sorted, ["Z", "a", "é"]);
+    let collation: Vec<String> = sqlx::query_scalar(
+        "SELECT column_name::text FROM information_schema.columns \
+         WHERE table_schema = current_schema() AND data_type = 'text' \
+         AND table_name IN ('bottles', 'proposals', 'grants', 'events', 'tasks', 'hook_cursors') \
+         AND collation_name IS DISTINCT FROM 'C'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert!(
+        collation.is_empty(),
+        "every text column compares bytes: {collation:?}"
+    );
+    // The trail cannot be rewritten or emptied by accident.
+    for sql in [
+        "UPDATE events SET note = 'x'",
+        "DELETE FROM events",
+        "TRUNCATE events CASCADE",
+    ] {
+        assert!(sqlx::query(sql).execute(&mut conn).await.is_err(), "{sql}");
+    }
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99990101000000, 'from the future', true, '\\x00', 0)",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let r = Store::open(&db.path, StoreOptions::default()).await;
+    match r {
+        Err(StoreError::SchemaTooNew { found, .. }) => assert_eq!(found, 99990101000000),
+        other => panic!("{other:?}"),
+    }
+
+    let other = supervise_testpg::cluster().unwrap().fresh_database().await;
+    let mut conn = sqlx::AnyConnection::connect(&other).await.unwrap();
+    sqlx::query("CREATE TABLE notes (body TEXT)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let r = Store::open(&other, StoreOptions::default()).await;
+    assert!(matches!(r, Err(StoreError::NotSupervise(_))), "{r:?}");
+    let tables: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema()",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(tables, 1, "left untouched");
 }

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use crate::common::*;
-use sqlx::Connection;
 use supervise_store::{
     Bottle, EventKind, ProposalLimits, Proposed, Status, Store, StoreError, Verdict,
 };
@@ -27,10 +26,7 @@ async fn refused(store: &Store, b: &Bottle, host: &str) {
 
 /// `bottles.pending_count` next to the proposals actually waiting, per bottle.
 async fn counts_agree(db: &TestDb) {
-    let mut conn =
-        sqlx::sqlite::SqliteConnection::connect(&format!("sqlite://{}", db.path.display()))
-            .await
-            .unwrap();
+    let mut conn = db.raw().await;
     let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
         "SELECT b.id, b.pending_count, \
          (SELECT COUNT(*) FROM proposals p WHERE p.bottle_id = b.id AND p.status = 'pending') \
@@ -47,9 +43,7 @@ async fn counts_agree(db: &TestDb) {
     }
 }
 
-#[tokio::test]
-async fn decide_and_withdraw_free_a_place() {
-    let db = TestDb::new();
+async fn decide_and_withdraw_free_a_place(db: TestDb) {
     let store = db.open_limits(capped(2, None)).await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let one = created(&store, egress(&b, "one.example")).await;
@@ -76,10 +70,9 @@ async fn decide_and_withdraw_free_a_place() {
     created(&store, egress(&b, "five.example")).await;
     counts_agree(&db).await;
 }
+on_both!(decide_and_withdraw_free_a_place);
 
-#[tokio::test]
-async fn expired_but_unswept_proposals_do_not_count() {
-    let db = TestDb::new();
+async fn expired_but_unswept_proposals_do_not_count(db: TestDb) {
     let store = db
         .open_limits(capped(2, Some(Duration::from_millis(300))))
         .await;
@@ -101,10 +94,9 @@ async fn expired_but_unswept_proposals_do_not_count() {
         "nothing left to sweep"
     );
 }
+on_both!(expired_but_unswept_proposals_do_not_count);
 
-#[tokio::test]
-async fn sweep_and_bottle_removal_keep_the_count() {
-    let db = TestDb::new();
+async fn sweep_and_bottle_removal_keep_the_count(db: TestDb) {
     let store = db
         .open_limits(capped(2, Some(Duration::from_millis(200))))
         .await;
@@ -122,3 +114,4 @@ async fn sweep_and_bottle_removal_keep_the_count() {
     created(&store, egress(&again, "one.example")).await;
     counts_agree(&db).await;
 }
+on_both!(sweep_and_bottle_removal_keep_the_count);

@@ -15,9 +15,7 @@ fn push(bottle: &supervise_store::Bottle, remote: &str, reference: &str) -> NewP
     }
 }
 
-#[tokio::test]
-async fn risky_spellings_are_flagged_and_the_flags_survive_the_file() {
-    let db = TestDb::new();
+async fn risky_spellings_are_flagged_and_the_flags_survive_the_file(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let cases: Vec<(NewProposal, &[Flag])> = vec![
@@ -56,13 +54,12 @@ async fn risky_spellings_are_flagged_and_the_flags_survive_the_file() {
         .expect("list");
     assert!(listed.iter().any(|p| p.flags == [Flag::Lookalike]));
 }
+on_both!(risky_spellings_are_flagged_and_the_flags_survive_the_file);
 
-#[tokio::test]
-async fn dangerous_remotes_are_refused_naming_the_field_and_write_nothing() {
-    let db = TestDb::new();
+async fn dangerous_remotes_are_refused_naming_the_field_and_write_nothing(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
-    let before = counts(&db.path).await;
+    let before = counts(&db).await;
     for remote in [
         "--receive-pack=evil",
         "-oProxyCommand=evil",
@@ -85,7 +82,7 @@ async fn dangerous_remotes_are_refused_naming_the_field_and_write_nothing() {
             other => panic!("{reference:?} should be refused, got {other:?}"),
         }
     }
-    assert_eq!(counts(&db.path).await, before);
+    assert_eq!(counts(&db).await, before);
     assert!(matches!(
         store
             .propose(push(&b, "git@github.com:org/repo.git", "feature/x"))
@@ -93,3 +90,4 @@ async fn dangerous_remotes_are_refused_naming_the_field_and_write_nothing() {
         Ok(Proposed::Created(_))
     ));
 }
+on_both!(dangerous_remotes_are_refused_naming_the_field_and_write_nothing);

@@ -4,9 +4,7 @@
 use crate::common::*;
 use supervise_store::{Delivery, EventKind, Status, StoreError, Verdict};
 
-#[tokio::test]
-async fn a_task_reads_its_outcome_twice_while_check_proposal_sees_it_once() {
-    let db = TestDb::new();
+async fn a_task_reads_its_outcome_twice_while_check_proposal_sees_it_once(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let id = created(&store, egress(&b, "tasks.example")).await;
@@ -44,10 +42,9 @@ async fn a_task_reads_its_outcome_twice_while_check_proposal_sees_it_once() {
         .count();
     assert_eq!(delivered, 1, "delivered exactly once");
 }
+on_both!(a_task_reads_its_outcome_twice_while_check_proposal_sees_it_once);
 
-#[tokio::test]
-async fn cancelling_withdraws_an_undecided_proposal_and_then_changes_nothing() {
-    let db = TestDb::new();
+async fn cancelling_withdraws_an_undecided_proposal_and_then_changes_nothing(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let id = created(&store, egress(&b, "cancel.example")).await;
@@ -70,10 +67,9 @@ async fn cancelling_withdraws_an_undecided_proposal_and_then_changes_nothing() {
         .unwrap();
     assert_eq!(w.actor, "bottle:demo");
 }
+on_both!(cancelling_withdraws_an_undecided_proposal_and_then_changes_nothing);
 
-#[tokio::test]
-async fn another_bottle_sees_no_task_and_cannot_cancel_it() {
-    let db = TestDb::new();
+async fn another_bottle_sees_no_task_and_cannot_cancel_it(db: TestDb) {
     let store = db.open().await;
     let a = bottle(&store, "alpha", "127.0.0.1").await;
     let b = bottle(&store, "beta", "127.0.0.2").await;
@@ -88,3 +84,4 @@ async fn another_bottle_sees_no_task_and_cannot_cancel_it() {
     let plain = created(&store, egress(&a, "plain.example")).await;
     assert_eq!(store.read_task(a.id, &plain).await.unwrap(), None);
 }
+on_both!(another_bottle_sees_no_task_and_cannot_cancel_it);

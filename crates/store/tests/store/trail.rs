@@ -2,30 +2,25 @@
 //! hits are counted exactly on the proposal but written to the trail at most once a
 //! minute; and the hook runner's position in the change feed is kept durably.
 
-use sqlx::Connection;
 use supervise_store::{EventKind, ProposalLimits, Proposed, Verdict};
 
 use crate::common::{TestDb, bottle, created, egress};
 
 /// Events in the trail and the bytes of their rows, over a raw connection.
 async fn trail_size(db: &TestDb) -> (i64, i64) {
-    let mut conn =
-        sqlx::sqlite::SqliteConnection::connect(&format!("sqlite://{}", db.path.display()))
-            .await
-            .unwrap();
+    let mut conn = db.raw().await;
     sqlx::query_as(
-        "SELECT COUNT(*), COALESCE(SUM(length(at) + length(event) + length(actor) \
+        "SELECT COUNT(*), CAST(COALESCE(SUM(length(at) + length(event) + length(actor) \
          + COALESCE(length(proposal_id), 0) + COALESCE(length(kind), 0) \
-         + COALESCE(length(change), 0) + COALESCE(length(note), 0) + 16), 0) FROM events",
+         + COALESCE(length(change), 0) + COALESCE(length(note), 0) + 16), 0) AS BIGINT) \
+         FROM events",
     )
     .fetch_one(&mut conn)
     .await
     .unwrap()
 }
 
-#[tokio::test]
-async fn a_thousand_identical_repeats_count_every_hit_but_write_one_event() {
-    let db = TestDb::new();
+async fn a_thousand_identical_repeats_count_every_hit_but_write_one_event(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let id = created(&store, egress(&b, "flood.example")).await;
@@ -63,10 +58,9 @@ async fn a_thousand_identical_repeats_count_every_hit_but_write_one_event() {
         .await
         .unwrap();
 }
+on_both!(a_thousand_identical_repeats_count_every_hit_but_write_one_event);
 
-#[tokio::test]
-async fn cooldown_hits_are_counted_but_coalesced_in_the_trail() {
-    let db = TestDb::new();
+async fn cooldown_hits_are_counted_but_coalesced_in_the_trail(db: TestDb) {
     let store = db
         .open_limits(ProposalLimits {
             reject_cooldown: Some(std::time::Duration::from_secs(600)),
@@ -93,10 +87,9 @@ async fn cooldown_hits_are_counted_but_coalesced_in_the_trail() {
         .count();
     assert_eq!(auto, 1, "{history:?}");
 }
+on_both!(cooldown_hits_are_counted_but_coalesced_in_the_trail);
 
-#[tokio::test]
-async fn repeats_of_different_proposals_are_each_recorded() {
-    let db = TestDb::new();
+async fn repeats_of_different_proposals_are_each_recorded(db: TestDb) {
     let store = db.open().await;
     let a = bottle(&store, "alpha", "127.0.0.1").await;
     let b = bottle(&store, "beta", "127.0.0.2").await;
@@ -120,10 +113,9 @@ async fn repeats_of_different_proposals_are_each_recorded() {
         assert_eq!(repeated, 1, "one per proposal, not one per bottle");
     }
 }
+on_both!(repeats_of_different_proposals_are_each_recorded);
 
-#[tokio::test]
-async fn the_hook_position_is_durable_and_never_moves_back() {
-    let db = TestDb::new();
+async fn the_hook_position_is_durable_and_never_moves_back(db: TestDb) {
     let store = db.open().await;
     assert_eq!(
         store.hook_position().await.unwrap(),
@@ -139,10 +131,9 @@ async fn the_hook_position_is_durable_and_never_moves_back() {
     let again = db.open().await;
     assert_eq!(again.hook_position().await.unwrap(), Some(9));
 }
+on_both!(the_hook_position_is_durable_and_never_moves_back);
 
-#[tokio::test]
-async fn a_bottles_events_are_read_back_in_a_window() {
-    let db = TestDb::new();
+async fn a_bottles_events_are_read_back_in_a_window(db: TestDb) {
     let store = db.open().await;
     let a = bottle(&store, "alpha", "127.0.0.1").await;
     let b = bottle(&store, "beta", "127.0.0.2").await;
@@ -175,3 +166,4 @@ async fn a_bottles_events_are_read_back_in_a_window() {
         "the window's end is included, nothing past it"
     );
 }
+on_both!(a_bottles_events_are_read_back_in_a_window);
