@@ -3,15 +3,13 @@
 //!
 //! Layout: [`cli`] is the command line (clap), [`cmd`] one module per command family,
 //! [`render`] human output (tables, colour, safe text), [`json`] the `--json` documents,
-//! [`config`] the database path and operator name, [`exit`] the exit codes, [`glob`] the
-//! bulk-decision matcher, [`gate`] the git side of the git gate. All state changes go through `supervise-store`.
+//! [`config`] the database path and operator name, [`exit`] the exit codes, [`gate`] the git side of the git gate. All state changes go through `supervise-store`.
 
 mod cli;
 mod cmd;
 mod config;
 mod exit;
 mod gate;
-mod glob;
 mod json;
 mod render;
 

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::Serialize;
-use supervise_store::{Store, StoreOptions};
+use supervise_store::{Actor, Store, StoreOptions};
 
 use crate::render::Style;
 
@@ -32,6 +32,11 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Who the CLI acts as: the operator name, via cli, with the host's full power.
+    pub fn actor(&self) -> Actor {
+        Actor::cli(&self.operator)
+    }
+
     /// Opens an existing database; a missing file is refused, never created.
     pub async fn open(&self) -> Result<Store> {
         Ok(Store::open(&self.db, options(false)).await?)
