@@ -3,15 +3,13 @@
 //!
 //! Layout: [`cli`] is the command line (clap), [`cmd`] one module per command family,
 //! [`render`] human output (tables, colour, safe text), [`json`] the `--json` documents,
-//! [`config`] the database path and operator name, [`exit`] the exit codes, [`glob`] the
-//! bulk-decision matcher, [`gate`] the git side of the git gate. All state changes go through `supervise-store`.
+//! [`config`] the database path and operator name, [`exit`] the exit codes, [`gate`] the git side of the git gate. All state changes go through `supervise-store`.
 
 mod cli;
 mod cmd;
 mod config;
 mod exit;
 mod gate;
-mod glob;
 mod json;
 mod render;
 
@@ -21,7 +19,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand};
+use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand};
 use crate::cmd::Ctx;
 use crate::cmd::decide::Action;
 use crate::render::Style;
@@ -53,6 +51,10 @@ fn main() -> ExitCode {
         Err(err) if err.downcast_ref::<exit::NotAllowed>().is_some() => {
             ExitCode::from(exit::REFUSED)
         }
+        Err(err) if err.downcast_ref::<exit::Usage>().is_some() => {
+            eprintln!("error: {}", exit::message(&err));
+            ExitCode::from(exit::USAGE)
+        }
         Err(err) => {
             eprintln!("error: {}", exit::message(&err));
             ExitCode::from(exit::REFUSED)
@@ -63,7 +65,7 @@ fn main() -> ExitCode {
 async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
     let ctx = Ctx {
         db: config::db_path(cli.db.as_deref()),
-        operator: cli.operator.unwrap_or_else(config::login_user),
+        operator: cli.operator.or_else(config::login_user),
         style: Style::detect(cli.color),
         width: render::output_width(),
     };
@@ -188,6 +190,24 @@ async fn dispatch(
         }
         Command::Bottle(BottleCommand::Rm { slug }) => {
             cmd::bottle::remove(ctx, store, &slug, out).await
+        }
+        Command::Operator(OperatorCommand::Add {
+            name,
+            role,
+            bottles,
+            console,
+        }) => cmd::operator::add(ctx, store, &name, role, &bottles, &console.public_url, out).await,
+        Command::Operator(OperatorCommand::Link { name, console }) => {
+            cmd::operator::link(ctx, store, &name, &console.public_url, out).await
+        }
+        Command::Operator(OperatorCommand::Token { name }) => {
+            cmd::operator::token(ctx, store, &name, out).await
+        }
+        Command::Operator(OperatorCommand::List { json }) => {
+            cmd::operator::list(ctx, store, json, out).await
+        }
+        Command::Operator(OperatorCommand::Rm { name }) => {
+            cmd::operator::remove(ctx, store, &name, out).await
         }
         Command::Bottle(BottleCommand::Add { .. })
         | Command::Completions { .. }

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use supervise_store::{Backend, ProposalLimits, Store, StoreError, StoreOptions, Verdict};
+use supervise_store::{Actor, Backend, ProposalLimits, Store, StoreError, StoreOptions, Verdict};
 
 async fn busy_database_is_retryable_and_recovers(db: TestDb) {
     let setup = db.open().await;
@@ -42,7 +42,9 @@ async fn busy_database_is_retryable_and_recovers(db: TestDb) {
         "bounded by the busy timeout"
     );
     assert!(matches!(
-        store.decide(&id, Verdict::Approve, "op", None, None).await,
+        store
+            .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
+            .await,
         Err(StoreError::Busy)
     ));
     // Reads still work under a writer (WAL; MVCC).
@@ -56,7 +58,7 @@ async fn busy_database_is_retryable_and_recovers(db: TestDb) {
     assert_eq!(counts(&db).await, before, "nothing half-written");
     created(&store, egress(&b, "b.example")).await;
     store
-        .decide(&id, Verdict::Approve, "op", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
 }

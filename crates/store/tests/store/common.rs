@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use sqlx::{AnyConnection, Connection};
 use supervise_store::{
-    Backend, Bottle, Kind, NewProposal, ProposalLimits, Proposed, Store, StoreOptions,
+    Actor, Backend, Bottle, Kind, NewProposal, ProposalLimits, Proposed, Store, StoreOptions,
 };
 
 /// Generates `NAME::sqlite` and `NAME::postgres`, each running `async fn NAME(db: TestDb)`
@@ -96,7 +96,7 @@ pub async fn open_with(path: &Path, limits: ProposalLimits) -> Store {
 
 pub async fn bottle(store: &Store, slug: &str, ip: &str) -> Bottle {
     store
-        .add_bottle(slug, ip.parse::<IpAddr>().unwrap(), "test")
+        .add_bottle(slug, ip.parse::<IpAddr>().unwrap(), &Actor::cli("test"))
         .await
         .expect("add bottle")
 }

@@ -16,6 +16,7 @@ mod files;
 mod gate;
 mod lifecycle;
 mod migrations;
+mod operators;
 mod pending_cap;
 mod rules;
 mod tasks;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::common::*;
 use supervise_store::{
-    Bottle, EventKind, ProposalLimits, Proposed, Status, Store, StoreError, Verdict,
+    Actor, Bottle, EventKind, ProposalLimits, Proposed, Status, Store, StoreError, Verdict,
 };
 
 fn capped(limit: u32, ttl: Option<Duration>) -> ProposalLimits {
@@ -52,7 +52,7 @@ async fn decide_and_withdraw_free_a_place(db: TestDb) {
     counts_agree(&db).await;
 
     store
-        .decide(&one, Verdict::Reject, "olivia", None, None)
+        .decide(&one, Verdict::Reject, &Actor::cli("olivia"), None, None)
         .await
         .unwrap();
     let three = created(&store, egress(&b, "three.example")).await;
@@ -64,7 +64,7 @@ async fn decide_and_withdraw_free_a_place(db: TestDb) {
     counts_agree(&db).await;
 
     store
-        .decide(&three, Verdict::Approve, "olivia", None, None)
+        .decide(&three, Verdict::Approve, &Actor::cli("olivia"), None, None)
         .await
         .unwrap();
     created(&store, egress(&b, "five.example")).await;
@@ -108,7 +108,10 @@ async fn sweep_and_bottle_removal_keep_the_count(db: TestDb) {
     counts_agree(&db).await;
     created(&store, egress(&b, "one.example")).await;
     created(&store, egress(&b, "two.example")).await;
-    store.remove_bottle("demo", "olivia").await.unwrap();
+    store
+        .remove_bottle("demo", &Actor::cli("olivia"))
+        .await
+        .unwrap();
     counts_agree(&db).await;
     let again = bottle(&store, "demo", "127.0.0.1").await;
     created(&store, egress(&again, "one.example")).await;

@@ -2,7 +2,7 @@
 //! cancelled only while undecided, and never visible to another bottle.
 
 use crate::common::*;
-use supervise_store::{Delivery, EventKind, Status, StoreError, Verdict};
+use supervise_store::{Actor, Delivery, EventKind, Status, StoreError, Verdict};
 
 async fn a_task_reads_its_outcome_twice_while_check_proposal_sees_it_once(db: TestDb) {
     let store = db.open().await;
@@ -21,7 +21,13 @@ async fn a_task_reads_its_outcome_twice_while_check_proposal_sees_it_once(db: Te
     assert!(!read.delivered_now);
 
     store
-        .decide(&id, Verdict::Approve, "alice", Some("fine"), None)
+        .decide(
+            &id,
+            Verdict::Approve,
+            &Actor::cli("alice"),
+            Some("fine"),
+            None,
+        )
         .await
         .unwrap();
     let first = store.read_task(b.id, &id).await.unwrap().unwrap();
@@ -56,7 +62,7 @@ async fn cancelling_withdraws_an_undecided_proposal_and_then_changes_nothing(db:
     assert_eq!(again.task.cancelled_at, c.task.cancelled_at);
     assert!(matches!(
         store
-            .decide(&id, Verdict::Approve, "alice", None, None)
+            .decide(&id, Verdict::Approve, &Actor::cli("alice"), None, None)
             .await,
         Err(StoreError::NotPending { .. })
     ));

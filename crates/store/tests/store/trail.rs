@@ -2,7 +2,7 @@
 //! hits are counted exactly on the proposal but written to the trail at most once a
 //! minute; and the hook runner's position in the change feed is kept durably.
 
-use supervise_store::{EventKind, ProposalLimits, Proposed, Verdict};
+use supervise_store::{Actor, EventKind, ProposalLimits, Proposed, Verdict};
 
 use crate::common::{TestDb, bottle, created, egress};
 
@@ -54,7 +54,7 @@ async fn a_thousand_identical_repeats_count_every_hit_but_write_one_event(db: Te
     assert_eq!(history[1].note.as_deref(), Some("hits: 2"));
     // The proposal is still one undecided proposal and decides as usual.
     store
-        .decide(&id, Verdict::Approve, "op", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
 }
@@ -70,7 +70,7 @@ async fn cooldown_hits_are_counted_but_coalesced_in_the_trail(db: TestDb) {
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let id = created(&store, egress(&b, "no.example")).await;
     store
-        .decide(&id, Verdict::Reject, "op", Some("no"), None)
+        .decide(&id, Verdict::Reject, &Actor::cli("op"), Some("no"), None)
         .await
         .unwrap();
     for _ in 0..300 {
