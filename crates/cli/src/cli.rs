@@ -25,9 +25,16 @@ Exit codes: 0 done, 1 refused (stderr says why), 2 usage.";
 #[derive(Debug, Parser)]
 #[command(name = "supervise", version, about = ABOUT, after_help = AFTER_HELP)]
 pub struct Cli {
-    /// The supervise database [env: SUPERVISE_DB] [default: ./supervise.db]
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The supervise database: a SQLite file or a `postgres://` URL [env: SUPERVISE_DB]
+    /// [default: ./supervise.db]
+    #[arg(long, global = true, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
+
+    /// This host's id, for the bottle commands (`bottle`, `policy`, `gate`, `squid-acl`):
+    /// bottles belong to a host [default: the hostname; on SQLite, the host the file
+    /// records]
+    #[arg(long, global = true, env = "SUPERVISE_HOST_ID", value_name = "NAME")]
+    pub host_id: Option<String>,
 
     /// Operator name recorded on decisions [default: $USER, else $LOGNAME, else the login
     /// name of the user id]
@@ -220,9 +227,13 @@ Examples:
   supervise audit
   supervise audit --bottle demo --json | jq -c '.events[]'")]
     Audit {
-        /// Only this bottle's events (every bottle ever registered under the slug)
+        /// Only this bottle's events (every bottle ever registered under the slug; `HOST/SLUG`
+        /// for one host's)
         #[arg(long, value_name = "SLUG")]
         bottle: Option<String>,
+        /// Only this host's bottles' events (and those of no bottle)
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
         /// Print one JSON document instead of text
         #[arg(long)]
         json: bool,
@@ -253,9 +264,12 @@ Examples:
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Only this bottle's proposals
+    /// Only this bottle's proposals (`HOST/SLUG` for one host's)
     #[arg(long, value_name = "SLUG")]
     pub bottle: Option<String>,
+    /// Only this host's bottles' proposals
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
     /// Which proposals: pending, decided (not yet delivered), archived, expired, all
     #[arg(long, value_enum, default_value = "pending")]
     pub status: StatusArg,

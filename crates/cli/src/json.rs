@@ -13,6 +13,8 @@ use supervise_store::{
 pub struct ProposalView {
     /// The full proposal id (what SPEC's tools call `proposal_id`).
     pub id: ProposalId,
+    /// The bottle's host (`--host-id` of the server it belongs to).
+    pub host: String,
     pub bottle: String,
     pub kind: &'static str,
     pub status: &'static str,
@@ -44,6 +46,7 @@ impl From<&Proposal> for ProposalView {
     fn from(p: &Proposal) -> Self {
         ProposalView {
             id: p.id.clone(),
+            host: p.host.clone(),
             bottle: p.bottle.clone(),
             kind: p.kind.as_str(),
             status: p.status.as_str(),
@@ -88,6 +91,8 @@ pub struct EventView {
     pub actor: String,
     /// For an operator's event: `cli`, `console` or `gate`; otherwise `null`.
     pub via: Option<Via>,
+    /// The bottle's host; `null` for an event of no bottle.
+    pub host: Option<String>,
     pub bottle: Option<String>,
     pub proposal_id: Option<ProposalId>,
     pub grant_id: Option<GrantId>,
@@ -104,6 +109,7 @@ impl From<&Event> for EventView {
             event: e.event,
             actor: e.actor.clone(),
             via: e.via,
+            host: e.host.clone(),
             bottle: e.bottle.clone(),
             proposal_id: e.proposal_id.clone(),
             grant_id: e.grant_id.clone(),

@@ -65,6 +65,7 @@ fn main() -> ExitCode {
 async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
     let ctx = Ctx {
         db: config::db_path(cli.db.as_deref()),
+        host: cli.host_id,
         operator: cli.operator.or_else(config::login_user),
         style: Style::detect(cli.color),
         width: render::output_width(),
@@ -230,8 +231,8 @@ async fn dispatch(
             json,
         }) => cmd::check::egress(ctx, store, bottle.as_deref(), ip, &target, json, out).await,
         Command::Revoke { grant_id } => cmd::policy::revoke(ctx, store, &grant_id, out).await,
-        Command::Audit { bottle, json } => {
-            cmd::audit::run(ctx, store, bottle.as_deref(), json, out).await
+        Command::Audit { bottle, host, json } => {
+            cmd::audit::run(ctx, store, host.as_deref(), bottle.as_deref(), json, out).await
         }
     }
 }

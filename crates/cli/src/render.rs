@@ -77,6 +77,24 @@ pub fn one_line(text: &str) -> String {
     }
 }
 
+/// Whether the names shown come from more than one host: then bottles are `HOST/SLUG`.
+pub fn hosts_differ<'a>(mut hosts: impl Iterator<Item = &'a str>) -> bool {
+    match hosts.next() {
+        Some(first) => hosts.any(|h| h != first),
+        None => false,
+    }
+}
+
+/// A bottle as the operator names it: `SLUG`, or `HOST/SLUG` when the rows shown span
+/// several hosts (SPEC "Fleets").
+pub fn bottle_name(with_host: bool, host: &str, slug: &str) -> String {
+    if with_host {
+        one_line(&format!("{host}/{slug}"))
+    } else {
+        one_line(slug)
+    }
+}
+
 /// Like [`one_line`] but keeps line breaks (for wrapped blocks).
 pub fn multi_line(text: &str) -> String {
     text.replace("\r\n", "\n")

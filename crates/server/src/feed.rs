@@ -1,5 +1,6 @@
 //! The one reader of the store's change feed. A task reads the events after its position
-//! every watch interval (one range scan, whatever the number of subscribers) and publishes
+//! every watch interval, or at once when the store's change notification says the trail
+//! grew (PostgreSQL's `NOTIFY`; one range scan, whatever the number of subscribers), and publishes
 //! each page as a batch; the waiters' watcher and the hook runner subscribe to it. A
 //! subscriber that falls behind reads the gap from the store itself, page by page, so it
 //! loses nothing and the reader never waits for it.
@@ -17,6 +18,8 @@ const PAGE: u32 = 1000;
 /// Batches kept for a subscriber that is slow to take them; past that it catches up from
 /// the store.
 const CAPACITY: usize = 64;
+/// How often the reader reads on its own while change notifications arrive (PostgreSQL).
+const NOTIFIED_EVERY: Duration = Duration::from_secs(2);
 /// How long a subscriber that could not read its gap waits before it tries again.
 const RETRY: Duration = Duration::from_millis(200);
 
@@ -104,16 +107,24 @@ impl Feed {
         }
     }
 
-    /// Reads the feed every `every` and publishes what it finds, until shutdown starts.
+    /// Reads the feed every `every` and publishes what it finds, until shutdown starts. On
+    /// PostgreSQL it also reads as soon as a change notification arrives, and while they
+    /// arrive reads on its own only every [`NOTIFIED_EVERY`] (a safety net); when the
+    /// listener's connection drops it is back to `every` until the store reconnects.
     pub(crate) async fn run(self, every: Duration, shutdown: Shutdown) {
         let mut seq = self.start;
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut changes = self.store.changes();
         let stop = shutdown.started();
         tokio::pin!(stop);
         loop {
+            let wait = if changes.live() {
+                every.max(NOTIFIED_EVERY)
+            } else {
+                every
+            };
             tokio::select! {
-                _ = tick.tick() => {}
+                () = tokio::time::sleep(wait) => {}
+                () = changes.changed() => tracing::debug!("change feed woken by a notification"),
                 () = &mut stop => return,
             }
             loop {

@@ -19,10 +19,17 @@ use tracing_subscriber::EnvFilter;
 #[derive(Debug, Parser)]
 #[command(name = "supervise-server", version, max_term_width = 100)]
 struct Args {
-    /// Database file, created and migrated on start [env: SUPERVISE_DB] [default:
-    /// ./supervise.db]. Resolved by the same rule as the `supervise` CLI's `--db`.
-    #[arg(long, value_name = "PATH")]
+    /// Database: a SQLite file, created and migrated on start, or a `postgres://` URL (an
+    /// existing database, migrated on start) shared by many hosts [env: SUPERVISE_DB]
+    /// [default: ./supervise.db]. Resolved by the same rule as the `supervise` CLI's `--db`.
+    #[arg(long, value_name = "PATH|URL")]
     db: Option<PathBuf>,
+
+    /// This host's id: the server attributes callers only to this host's bottles, and
+    /// `--bottle` registers them on it (default: the hostname; on SQLite, the host the file
+    /// records).
+    #[arg(long, env = "SUPERVISE_HOST_ID", value_name = "NAME")]
+    host_id: Option<String>,
 
     /// Address to listen on (port 0 picks a free port; the address is logged).
     #[arg(long, env = "SUPERVISE_LISTEN", default_value = "127.0.0.1:7411")]
@@ -154,12 +161,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
             reject_cooldown: non_zero(args.reject_cooldown),
             max_pending_per_bottle: non_zero(args.max_pending_per_bottle),
         },
+        host: args.host_id.clone(),
         ..StoreOptions::default()
     };
     let db = supervise_store::paths::db_path(args.db.as_deref());
+    let shown = supervise_store::Location::parse(&db);
     let store = Store::open(&db, options)
         .await
-        .with_context(|| format!("cannot open the database {}", db.display()))?;
+        .with_context(|| format!("cannot open the database {shown}"))?;
     // One server per database on a host (a second one would tell waiting calls `unknown`
     // for decisions the first delivered, and run every hook twice): held until exit.
     let _claim = store.claim_server().await?;
@@ -188,7 +197,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(
         address = %addr,
-        db = %db.display(),
+        db = %shown,
+        host = store.host(),
         grace_s = args.grace.as_secs_f64(),
         "supervise-server listening on http://{addr}/mcp"
     );

@@ -12,6 +12,7 @@
 
 mod backend;
 mod bottles;
+mod changes;
 mod decisions;
 mod egress;
 mod feed;
@@ -39,6 +40,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use tracing::instrument;
 
 pub use backend::{Backend, Location};
+pub use changes::Changes;
 
 use crate::error::{StoreError, StoreResult};
 
@@ -80,9 +82,11 @@ pub struct StoreOptions {
     /// Connections in the pool (readers run in parallel; writers are serialised).
     pub max_connections: u32,
     pub limits: ProposalLimits,
-    /// The host id (`--host-id`, default the machine's hostname): bottles belong to a host,
-    /// and this store registers, lists for attribution and claims only its own host's.
-    pub host: String,
+    /// The host id (`--host-id`): bottles belong to a host, and this store registers,
+    /// attributes and claims only its own host's. `None`: on PostgreSQL the machine's
+    /// hostname; on SQLite the host the file records (`meta.host`: whoever first opened
+    /// it, so a renamed machine or a container with a random hostname keeps its bottles).
+    pub host: Option<String>,
 }
 
 impl Default for StoreOptions {
@@ -93,7 +97,7 @@ impl Default for StoreOptions {
             busy_timeout: Duration::from_secs(5),
             max_connections: 8,
             limits: ProposalLimits::default(),
-            host: default_host(),
+            host: None,
         }
     }
 }
@@ -230,6 +234,7 @@ impl Store {
         }
         let pool = backend::connect(&location, &options).await?;
         schema::migrate(&pool, location.backend()).await?;
+        let host = schema::settle_host(&pool, location.backend(), options.host.as_deref()).await?;
         let identity = match &location {
             Location::File(file) => {
                 Some(file::Identity::of(file).map_err(|_| StoreError::FileReplaced(file.clone()))?)
@@ -241,7 +246,7 @@ impl Store {
                 pool,
                 writer: Arc::new(Mutex::new(())),
                 limits: options.limits,
-                host: options.host,
+                host,
                 location,
                 path,
                 identity,

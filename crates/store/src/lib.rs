@@ -28,8 +28,8 @@ pub mod paths;
 pub mod text;
 
 pub use db::{
-    Backend, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim,
-    Store, StoreOptions, default_host,
+    Backend, Changes, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL,
+    ServerClaim, Store, StoreOptions, default_host,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

@@ -27,6 +27,8 @@ pub use vocab::{EndReason, EventKind, Flag, Kind, Status, UnknownName};
 pub struct Bottle {
     /// Generation id: a removed and re-added slug gets a new one.
     pub id: BottleId,
+    /// The host it belongs to (`--host-id`); slugs and addresses are unique per host.
+    pub host: String,
     pub slug: String,
     pub ip: IpAddr,
     pub created_at: Timestamp,
@@ -52,6 +54,8 @@ pub struct Decision {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Proposal {
     pub id: ProposalId,
+    /// The bottle's host.
+    pub host: String,
     /// The bottle's slug.
     pub bottle: String,
     #[serde(skip)]
@@ -194,6 +198,8 @@ pub struct Event {
     pub actor: String,
     /// Through what an operator's event was made (`None` for a bottle's or the system's).
     pub via: Option<Via>,
+    /// The bottle's host (`None` for an event of no bottle).
+    pub host: Option<String>,
     pub bottle: Option<String>,
     #[serde(skip)]
     pub bottle_id: Option<BottleId>,

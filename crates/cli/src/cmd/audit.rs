@@ -12,11 +12,12 @@ use crate::render::{self, Cell, Color, Table};
 pub async fn run(
     ctx: &Ctx,
     store: &Store,
+    host: Option<&str>,
     bottle: Option<&str>,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let events = store.audit(bottle).await?;
+    let events = store.audit_on(host, bottle).await?;
     if json {
         let doc = EventList {
             events: events.iter().map(EventView::from).collect(),
@@ -31,6 +32,7 @@ pub async fn run(
         "SEQ", "AT", "EVENT", "ACTOR", "VIA", "BOTTLE", "PROPOSAL", "GRANT", "CHANGE", "NOTE",
     ])
     .flexible(9);
+    let hosts = render::hosts_differ(events.iter().filter_map(|e| e.host.as_deref()));
     for e in &events {
         let change = match (&e.kind, &e.change) {
             (Some(kind), Some(change)) => {
@@ -44,12 +46,11 @@ pub async fn run(
             Cell::colored(e.event.as_str(), Color::Bold),
             Cell::new(render::one_line(&e.actor)),
             Cell::new(e.via.map(|v| v.as_str()).unwrap_or("-")),
-            Cell::new(
-                e.bottle
-                    .as_deref()
-                    .map(render::one_line)
-                    .unwrap_or_else(|| "-".into()),
-            ),
+            Cell::new(match (&e.host, &e.bottle) {
+                (Some(h), Some(b)) => render::bottle_name(hosts, h, b),
+                (_, Some(b)) => render::one_line(b),
+                _ => "-".into(),
+            }),
             Cell::colored(e.proposal_id.as_deref().unwrap_or("-"), Color::Cyan),
             Cell::new(e.grant_id.as_deref().unwrap_or("-")),
             Cell::new(change),

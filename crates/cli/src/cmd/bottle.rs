@@ -14,7 +14,7 @@ use crate::render::{self, Cell, Color, Table};
 pub async fn add(ctx: &Ctx, slug: &str, ip: IpAddr, out: &mut dyn Write) -> Result<()> {
     let (store, created) = ctx.open_or_create().await?;
     if created {
-        eprintln!("created supervise database at {}", ctx.db.display());
+        eprintln!("created supervise database at {}", ctx.shown_db());
     }
     let bottle = store.add_bottle(slug, ip, &ctx.actor()?).await?;
     writeln!(

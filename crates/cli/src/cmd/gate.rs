@@ -45,12 +45,24 @@ pub async fn install(
     }
     let store = ctx.open().await?;
     let known = store.bottle(bottle).await;
+    // The hook names the host when it may differ from the store's default there (a given
+    // --host-id, or a shared PostgreSQL database whose default is the hostname).
+    let host_flag = match (&ctx.host, ctx.shown_db()) {
+        (Some(_), _) | (None, supervise_store::Location::Postgres(_)) => {
+            format!(" --host-id {}", quote(store.host()))
+        }
+        _ => String::new(),
+    };
     store.close().await;
     if known?.is_none() {
         bail!("no bottle {bottle:?} (register it with `supervise bottle add {bottle} --ip IP`)");
     }
-    let db = std::fs::canonicalize(&ctx.db)
-        .with_context(|| format!("cannot resolve {}", ctx.db.display()))?;
+    // A file by its absolute path (the hook runs elsewhere); a URL as given.
+    let db = match ctx.shown_db() {
+        supervise_store::Location::File(_) => std::fs::canonicalize(&ctx.db)
+            .with_context(|| format!("cannot resolve {}", ctx.db.display()))?,
+        supervise_store::Location::Postgres(_) => ctx.db.clone(),
+    };
     let exe = std::env::current_exe().context("cannot find the supervise binary")?;
     let hook = repo.join("hooks").join("pre-receive");
     if let Ok(existing) = std::fs::read_to_string(&hook)
@@ -63,7 +75,7 @@ pub async fn install(
         );
     }
     let text = format!(
-        "#!/bin/sh\n{MARKER}: every push is decided by supervise.\nexec {} --db {} gate pre-receive --bottle {} --remote {}\n",
+        "#!/bin/sh\n{MARKER}: every push is decided by supervise.\nexec {} --db {}{host_flag} gate pre-receive --bottle {} --remote {}\n",
         quote(&exe.to_string_lossy()),
         quote(&db.to_string_lossy()),
         quote(bottle),

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::Serialize;
-use supervise_store::{Actor, Store, StoreOptions};
+use supervise_store::{Actor, Location, Store, StoreOptions};
 
 use crate::render::Style;
 
@@ -27,6 +27,8 @@ use crate::render::Style;
 #[derive(Debug)]
 pub struct Ctx {
     pub db: PathBuf,
+    /// `--host-id` (`SUPERVISE_HOST_ID`); `None`: the store's default.
+    pub host: Option<String>,
     /// `--as`, else the login user ([`crate::config::login_user`]); `None` when neither
     /// names anyone, which only a command that records a name refuses.
     pub operator: Option<String>,
@@ -50,23 +52,30 @@ impl Ctx {
 
     /// Opens an existing database; a missing file is refused, never created.
     pub async fn open(&self) -> Result<Store> {
-        Ok(Store::open(&self.db, options(false)).await?)
+        Ok(Store::open(&self.db, self.options(false)).await?)
     }
 
     /// Opens the database, creating and migrating it when missing (`bottle add` only).
     /// Returns whether it was created.
     pub async fn open_or_create(&self) -> Result<(Store, bool)> {
-        let existed = self.db.exists();
-        let store = Store::open(&self.db, options(true)).await?;
+        let file = matches!(Location::parse(&self.db), Location::File(_));
+        let existed = !file || self.db.exists();
+        let store = Store::open(&self.db, self.options(true)).await?;
         Ok((store, !existed))
     }
-}
 
-fn options(create: bool) -> StoreOptions {
-    StoreOptions {
-        create,
-        max_connections: 2,
-        ..Default::default()
+    /// The database for messages: a file's path, or a URL without its password.
+    pub fn shown_db(&self) -> Location {
+        Location::parse(&self.db)
+    }
+
+    pub fn options(&self, create: bool) -> StoreOptions {
+        StoreOptions {
+            create,
+            max_connections: 2,
+            host: self.host.clone(),
+            ..Default::default()
+        }
     }
 }
 

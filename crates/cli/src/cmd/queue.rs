@@ -15,7 +15,11 @@ use crate::render::{self, Cell, Color, Style, Table};
 /// The proposals `args` selects (bottle and status), in the order the store lists them.
 pub async fn snapshot(store: &Store, args: &ListArgs) -> Result<Vec<Proposal>> {
     Ok(store
-        .list(args.bottle.as_deref(), StatusFilter::from(args.status))
+        .list_on(
+            args.host.as_deref(),
+            args.bottle.as_deref(),
+            StatusFilter::from(args.status),
+        )
         .await?)
 }
 
@@ -72,12 +76,13 @@ pub fn table(ctx: &Ctx, proposals: &[Proposal], args: &ListArgs, ids: &ShortIds)
     ]);
     let flexible = headers.len() - 1;
     let mut t = Table::new(headers).flexible(flexible);
+    let hosts = render::hosts_differ(proposals.iter().map(|p| p.host.as_str()));
     for p in proposals {
         let mut row = vec![Cell::colored(ids.short(&p.id), Color::Cyan)];
         if with_status {
             row.push(status_cell(p.status));
         }
-        row.push(Cell::new(render::one_line(&p.bottle)));
+        row.push(Cell::new(render::bottle_name(hosts, &p.host, &p.bottle)));
         row.push(Cell::new(p.kind.as_str()));
         row.push(Cell::new(change_cell(p)));
         row.push(flags_cell(&p.flags));

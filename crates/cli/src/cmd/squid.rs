@@ -60,7 +60,7 @@ pub async fn run(ctx: &Ctx, options: Options, out: &mut dyn Write) -> Result<()>
             }
         }
     });
-    let mut helper = Helper::new(ctx.db.clone(), options);
+    let mut helper = Helper::new(ctx.db.clone(), ctx.host.clone(), options);
     while let Some(line) = rx.recv().await {
         let mut answer = helper.answer(&line).await;
         answer.push('\n');
@@ -135,6 +135,8 @@ fn reply(channel: Option<&str>, verdict: &str) -> String {
 
 struct Helper {
     db: PathBuf,
+    /// `--host-id`: whose bottles' addresses this proxy sees.
+    host: Option<String>,
     options: Options,
     store: Option<Store>,
     /// When this helper last asked the store to record each grant's use.
@@ -142,9 +144,10 @@ struct Helper {
 }
 
 impl Helper {
-    fn new(db: PathBuf, options: Options) -> Helper {
+    fn new(db: PathBuf, host: Option<String>, options: Options) -> Helper {
         Helper {
             db,
+            host,
             options,
             store: None,
             used: HashMap::new(),
@@ -263,6 +266,7 @@ impl Helper {
             create: false,
             busy_timeout: BUSY_TIMEOUT,
             max_connections: 2,
+            host: self.host.clone(),
             ..StoreOptions::default()
         };
         match Store::open(&self.db, options).await {

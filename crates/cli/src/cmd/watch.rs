@@ -28,7 +28,7 @@ pub async fn run(ctx: &Ctx, store: &Store, args: &ListArgs, out: &mut dyn Write)
         print_json_line(out, &queue::document(&proposals))?;
     } else {
         queue::print_table(ctx, store, &proposals, args, out).await?;
-        eprintln!("watching {} for changes (Ctrl-C to stop)", ctx.db.display());
+        eprintln!("watching {} for changes (Ctrl-C to stop)", ctx.shown_db());
     }
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -402,6 +402,7 @@ mod tests {
             event: supervise_store::EventKind::Proposed,
             actor: "bottle:x".into(),
             via: None,
+            host: None,
             bottle: Some("x".into()),
             bottle_id: Some(BottleId::from_row(bottle)),
             proposal_id: None,

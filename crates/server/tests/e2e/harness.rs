@@ -43,6 +43,11 @@ impl Server {
     /// restart does.
     pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Server {
         let db = dir.path().join("supervise.db");
+        Server::start_on(dir, db, extra)
+    }
+
+    /// [`Server::start`] on the database `db` (a file, or a `postgres://` URL).
+    pub fn start_on(dir: tempfile::TempDir, db: PathBuf, extra: &[&str]) -> Server {
         let mut child = Command::new(BIN)
             .arg("--db")
             .arg(&db)
@@ -52,6 +57,7 @@ impl Server {
             .args(extra)
             .env("SUPERVISE_LOG", "info,supervise_server=debug")
             .env_remove("SUPERVISE_DB")
+            .env_remove("SUPERVISE_HOST_ID")
             .env_remove("SUPERVISE_LISTEN")
             .env_remove("SUPERVISE_RESPONSE_TIMEOUT_SECONDS")
             .stdin(Stdio::null())

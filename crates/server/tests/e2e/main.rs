@@ -4,6 +4,7 @@
 
 mod batches;
 mod fairness;
+mod fleet;
 mod harness;
 mod health;
 mod in_process;

@@ -44,17 +44,29 @@ impl Store {
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
-        if live_bottle_by_slug(w.conn(), slug).await?.is_some() {
+        if live_bottle_by_slug(w.conn(), &self.inner.host, slug)
+            .await?
+            .is_some()
+        {
             return Err(StoreError::BottleExists(slug.into()));
         }
-        if let Some(other) = live_bottle_by_ip(w.conn(), ip).await? {
+        if let Some(other) = live_bottle_by_ip(w.conn(), &self.inner.host, ip).await? {
             return Err(StoreError::IpTaken {
                 ip: ip.to_string(),
                 slug: other.slug,
             });
         }
         let actor = actor_of(by);
-        let bottle = insert_bottle(w.conn(), slug, ip, &now, &actor, Some(by.via)).await?;
+        let bottle = insert_bottle(
+            w.conn(),
+            &self.inner.host,
+            slug,
+            ip,
+            &now,
+            &actor,
+            Some(by.via),
+        )
+        .await?;
         w.commit().await?;
         tracing::info!(bottle = slug, %ip, "bottle added");
         Ok(bottle)
@@ -71,7 +83,7 @@ impl Store {
         validate_slug(slug)?;
         let mut w = self.write().await?;
         let now = Timestamp::now();
-        if let Some(other) = live_bottle_by_ip(w.conn(), ip).await?
+        if let Some(other) = live_bottle_by_ip(w.conn(), &self.inner.host, ip).await?
             && other.slug != slug
         {
             return Err(StoreError::IpTaken {
@@ -79,7 +91,7 @@ impl Store {
                 slug: other.slug,
             });
         }
-        let result = match live_bottle_by_slug(w.conn(), slug).await? {
+        let result = match live_bottle_by_slug(w.conn(), &self.inner.host, slug).await? {
             Some(b) if b.ip == ip => (b, Registered::Unchanged),
             Some(mut b) => {
                 sqlx::query("UPDATE bottles SET ip = $1 WHERE id = $2")
@@ -102,7 +114,7 @@ impl Store {
                 (b, Registered::Updated)
             }
             None => (
-                insert_bottle(w.conn(), slug, ip, &now, SYSTEM, None).await?,
+                insert_bottle(w.conn(), &self.inner.host, slug, ip, &now, SYSTEM, None).await?,
                 Registered::Added,
             ),
         };
@@ -123,7 +135,7 @@ impl Store {
         let now = Timestamp::now();
         let actor = actor_of(by);
         let via = Some(by.via);
-        let bottle = live_bottle_by_slug(w.conn(), slug)
+        let bottle = live_bottle_by_slug(w.conn(), &self.inner.host, slug)
             .await?
             .filter(|b| by.sees(&b.slug))
             .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
@@ -206,11 +218,12 @@ impl Store {
         Ok(bottle)
     }
 
-    /// Live bottles, by slug.
+    /// This host's live bottles, by slug.
     pub async fn list_bottles(&self) -> StoreResult<Vec<Bottle>> {
         let rows: Vec<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{BOTTLE_COLUMNS} WHERE removed_at IS NULL ORDER BY slug"
+            "{BOTTLE_COLUMNS} WHERE host = $1 AND removed_at IS NULL ORDER BY slug"
         )))
+        .bind(&self.inner.host)
         .fetch_all(&self.inner.pool)
         .await?;
         rows::all(rows)
@@ -219,25 +232,42 @@ impl Store {
     /// The live bottle registered for a source address, if any.
     pub async fn bottle_for_ip(&self, ip: IpAddr) -> StoreResult<Option<Bottle>> {
         let mut conn = self.inner.pool.acquire().await?;
-        live_bottle_by_ip(&mut conn, ip).await
+        live_bottle_by_ip(&mut conn, &self.inner.host, ip).await
     }
 
     /// The live bottle with this slug, if any.
     pub async fn bottle(&self, slug: &str) -> StoreResult<Option<Bottle>> {
         let mut conn = self.inner.pool.acquire().await?;
-        live_bottle_by_slug(&mut conn, slug).await
+        live_bottle_by_slug(&mut conn, &self.inner.host, slug).await
     }
 
-    /// Refuses a slug that no bottle, live or removed, ever had.
-    pub(super) async fn known_slug(&self, slug: &str) -> StoreResult<()> {
-        let known: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM bottles WHERE slug = $1 LIMIT 1")
-                .bind(slug)
-                .fetch_optional(&self.inner.pool)
-                .await?;
-        match known {
-            Some(_) => Ok(()),
-            None => Err(StoreError::BottleNotFound(slug.into())),
+    /// A listing's filter, checked: `bottle` is `SLUG` or `HOST/SLUG` (the host part wins
+    /// over `host`). Refuses a slug no bottle of the host (or of any host), live or removed,
+    /// ever had, and a host no bottle was ever registered on. Returns (host, slug).
+    pub(super) async fn bottle_filter<'a>(
+        &self,
+        host: Option<&'a str>,
+        bottle: Option<&'a str>,
+    ) -> StoreResult<(Option<&'a str>, Option<&'a str>)> {
+        let (host, slug) = match bottle.and_then(|b| b.split_once('/')) {
+            Some((h, s)) => (Some(h), Some(s)),
+            None => (host, bottle),
+        };
+        let known: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM bottles WHERE ($1 IS NULL OR slug = $1) \
+             AND ($2 IS NULL OR host = $2) LIMIT 1",
+        )
+        .bind(slug)
+        .bind(host)
+        .fetch_optional(&self.inner.pool)
+        .await?;
+        match (known, slug, host) {
+            (Some(_), _, _) | (None, None, None) => Ok((host, slug)),
+            (None, Some(_), _) => Err(StoreError::BottleNotFound(bottle.unwrap_or("").into())),
+            (None, None, Some(h)) => Err(StoreError::Invalid {
+                field: "host".into(),
+                message: format!("no bottle was ever registered on host {h:?}"),
+            }),
         }
     }
 }
@@ -249,39 +279,56 @@ pub(super) async fn live_generation(
     conn: &mut AnyConnection,
     bottle_id: BottleId,
 ) -> StoreResult<String> {
-    let row: Option<(String, i32)> = sqlx::query_as(
-        "SELECT slug, CASE WHEN removed_at IS NULL THEN 1 ELSE 0 END FROM bottles WHERE id = $1",
+    live_names(conn, bottle_id).await.map(|(_, slug)| slug)
+}
+
+/// [`live_generation`], returning the bottle's (host, slug).
+pub(super) async fn live_names(
+    conn: &mut AnyConnection,
+    bottle_id: BottleId,
+) -> StoreResult<(String, String)> {
+    // The live flag as 1/0: the same integer on both backends (sqlx's Any driver reads no
+    // SQLite integer as a bool).
+    let row: Option<(String, String, i32)> = sqlx::query_as(
+        "SELECT host, slug, CASE WHEN removed_at IS NULL THEN 1 ELSE 0 END \
+         FROM bottles WHERE id = $1",
     )
     .bind(bottle_id.get())
     .fetch_optional(&mut *conn)
     .await?;
     match row {
-        Some((slug, 1)) => Ok(slug),
+        Some((host, slug, 1)) => Ok((host, slug)),
         Some(_) => Err(StoreError::BottleGone(bottle_id)),
         None => Err(StoreError::BottleNotFound(format!("#{bottle_id}"))),
     }
 }
 
+/// The live bottle of `host` with this slug.
 pub(super) async fn live_bottle_by_slug(
     conn: &mut AnyConnection,
+    host: &str,
     slug: &str,
 ) -> StoreResult<Option<Bottle>> {
     let row: Option<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{BOTTLE_COLUMNS} WHERE slug = $1 AND removed_at IS NULL"
+        "{BOTTLE_COLUMNS} WHERE host = $1 AND slug = $2 AND removed_at IS NULL"
     )))
+    .bind(host)
     .bind(slug)
     .fetch_optional(&mut *conn)
     .await?;
     row.map(Bottle::try_from).transpose()
 }
 
+/// The live bottle of `host` at this address: a server attributes only to its own host's.
 pub(super) async fn live_bottle_by_ip(
     conn: &mut AnyConnection,
+    host: &str,
     ip: IpAddr,
 ) -> StoreResult<Option<Bottle>> {
     let row: Option<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{BOTTLE_COLUMNS} WHERE ip = $1 AND removed_at IS NULL"
+        "{BOTTLE_COLUMNS} WHERE host = $1 AND ip = $2 AND removed_at IS NULL"
     )))
+    .bind(host)
     .bind(canonical_ip(ip).to_string())
     .fetch_optional(&mut *conn)
     .await?;
@@ -299,6 +346,7 @@ fn canonical_ip(ip: IpAddr) -> IpAddr {
 
 async fn insert_bottle(
     conn: &mut AnyConnection,
+    host: &str,
     slug: &str,
     ip: IpAddr,
     now: &Timestamp,
@@ -307,8 +355,9 @@ async fn insert_bottle(
 ) -> StoreResult<Bottle> {
     let ip = canonical_ip(ip);
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO bottles (slug, ip, created_at) VALUES ($1, $2, $3) RETURNING id",
+        "INSERT INTO bottles (host, slug, ip, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
     )
+    .bind(host)
     .bind(slug)
     .bind(ip.to_string())
     .bind(now.as_str())
@@ -329,6 +378,7 @@ async fn insert_bottle(
     .await?;
     Ok(Bottle {
         id,
+        host: host.into(),
         slug: slug.into(),
         ip,
         created_at: now.clone(),

@@ -51,8 +51,8 @@ impl Store {
         let now = Timestamp::now();
         let mut tx = self.read().await?;
         let found = match bottle {
-            BottleRef::Slug(slug) => live_bottle_by_slug(&mut tx, slug).await?,
-            BottleRef::Ip(ip) => live_bottle_by_ip(&mut tx, ip).await?,
+            BottleRef::Slug(slug) => live_bottle_by_slug(&mut tx, &self.inner.host, slug).await?,
+            BottleRef::Ip(ip) => live_bottle_by_ip(&mut tx, &self.inner.host, ip).await?,
         };
         let denied = |bottle: Option<Bottle>, host: String, reason| EgressDecision::Denied {
             bottle,

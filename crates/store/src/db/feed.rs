@@ -10,15 +10,26 @@ use crate::model::{BottleId, Event, Timestamp};
 const ON_EVENT: &str = "on-event";
 
 impl Store {
-    /// The audit trail, oldest first: every event, or one bottle slug's (all generations).
+    /// The audit trail, oldest first: every event, or one bottle slug's (all generations;
+    /// `SLUG` or `HOST/SLUG`).
     pub async fn audit(&self, bottle: Option<&str>) -> StoreResult<Vec<Event>> {
-        if let Some(slug) = bottle {
-            self.known_slug(slug).await?;
-        }
+        self.audit_on(None, bottle).await
+    }
+
+    /// [`Store::audit`] of one host's bottles (`host`; events of no bottle are shown with
+    /// every host), or of every host's (`None`).
+    pub async fn audit_on(
+        &self,
+        host: Option<&str>,
+        bottle: Option<&str>,
+    ) -> StoreResult<Vec<Event>> {
+        let (host, bottle) = self.bottle_filter(host, bottle).await?;
         let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{EVENT_COLUMNS} WHERE ($1 IS NULL OR b.slug = $1) ORDER BY e.seq"
+            "{EVENT_COLUMNS} WHERE ($1 IS NULL OR b.slug = $1) \
+             AND ($2 IS NULL OR b.host = $2 OR e.bottle_id IS NULL) ORDER BY e.seq"
         )))
         .bind(bottle)
+        .bind(host)
         .fetch_all(&self.inner.pool)
         .await?;
         rows::all(rows)

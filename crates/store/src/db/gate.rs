@@ -38,7 +38,7 @@ impl Store {
     ) -> StoreResult<GateVerdict> {
         let mut w = self.write().await?;
         let now = Timestamp::now();
-        let bottle = live_bottle_by_slug(w.conn(), slug)
+        let bottle = live_bottle_by_slug(w.conn(), &self.inner.host, slug)
             .await?
             .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
         let mut items = Vec::with_capacity(updates.len());

@@ -18,7 +18,7 @@ impl Store {
     pub async fn grants_in_force(&self, slug: &str) -> StoreResult<Vec<Grant>> {
         let now = Timestamp::now();
         let mut conn = self.inner.pool.acquire().await?;
-        let bottle = live_bottle_by_slug(&mut conn, slug)
+        let bottle = live_bottle_by_slug(&mut conn, &self.inner.host, slug)
             .await?
             .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
         let rows: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -34,24 +34,26 @@ impl Store {
         rows::all(rows)
     }
 
-    /// Every live bottle (by slug) with its grants in force (oldest first, each with its last
+    /// Every live bottle of this host (by slug) with its grants in force (oldest first, each with its last
     /// recorded use), read in one transaction: the whole policy, for enforcement points
     /// other than the Squid helper (`supervise policy --all`).
     pub async fn policy_all(&self) -> StoreResult<Vec<(Bottle, Vec<Grant>)>> {
         let now = Timestamp::now();
         let mut tx = self.read().await?;
         let bottles: Vec<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{BOTTLE_COLUMNS} WHERE removed_at IS NULL ORDER BY slug"
+            "{BOTTLE_COLUMNS} WHERE host = $1 AND removed_at IS NULL ORDER BY slug"
         )))
+        .bind(&self.inner.host)
         .fetch_all(&mut *tx)
         .await?;
         let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{GRANT_COLUMNS_WITH_USE} WHERE b.removed_at IS NULL AND g.ended_at IS NULL \
-             AND (g.expires_at IS NULL OR g.expires_at > $1) \
+            "{GRANT_COLUMNS_WITH_USE} WHERE b.host = $2 AND b.removed_at IS NULL \
+             AND g.ended_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > $1) \
              AND NOT EXISTS (SELECT 1 FROM proposals u WHERE u.id = g.proposal_id \
                              AND u.gate_used_at IS NOT NULL) ORDER BY g.created_at"
         )))
         .bind(now.as_str())
+        .bind(&self.inner.host)
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;

@@ -1,9 +1,13 @@
 //! What only PostgreSQL has: the per-host server claim (a session advisory lock on a
-//! connection of its own).
+//! connection of its own) and the change notifications (`LISTEN`, on another).
 
 use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
 
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{Connection, PgConnection};
+use tokio::sync::watch;
 
 use super::backend::HOST_LOCK_CLASS;
 use crate::error::{StoreError, StoreResult};
@@ -40,4 +44,70 @@ pub(super) async fn claim_host(url: &str, host: &str, shown: PathBuf) -> StoreRe
         path: PathBuf::from(format!("{} (host {host})", shown.display())),
         pid: holder.map(|p| p as u32),
     })
+}
+
+/// The channel every write transaction that appends to the trail notifies (a statement
+/// trigger on `events`, so the notification is sent at COMMIT, never for a rollback).
+pub(super) const CHANNEL: &str = "supervise_events";
+
+/// How long the listener waits before connecting again after losing its connection.
+const RECONNECT: Duration = Duration::from_secs(1);
+
+/// Listens on [`CHANNEL`] on a connection of its own (`application_name`
+/// `supervise-listen HOST`), in a task of its own, and bumps `wake` for every
+/// notification, and once more whenever the connection is lost or comes back (so the feed
+/// is read then: notifications sent meanwhile are gone). `live` says whether the
+/// connection is up now. Reconnects every [`RECONNECT`] until it is.
+pub(super) async fn listen(
+    url: String,
+    host: String,
+    wake: watch::Sender<u64>,
+    live: watch::Sender<bool>,
+) {
+    let bump = || wake.send_modify(|n| *n = n.wrapping_add(1));
+    let mut logged_down = false;
+    loop {
+        match connect_listener(&url, &host).await {
+            Ok(mut listener) => {
+                live.send_replace(true);
+                bump();
+                tracing::info!(channel = CHANNEL, "change notifications live");
+                logged_down = false;
+                // A notification, or the connection lost (`None`, or an error such as
+                // the server terminating the session).
+                while let Ok(Some(_)) = listener.try_recv().await {
+                    while listener.next_buffered().is_some() {}
+                    bump();
+                }
+                live.send_replace(false);
+                bump();
+                tracing::warn!(
+                    channel = CHANNEL,
+                    "change notifications lost; reading the change feed at its interval until they are back"
+                );
+            }
+            Err(e) => {
+                if !logged_down {
+                    tracing::warn!(error = %e, channel = CHANNEL, "cannot listen for change notifications; retrying");
+                    logged_down = true;
+                }
+            }
+        }
+        if wake.is_closed() {
+            return;
+        }
+        tokio::time::sleep(RECONNECT).await;
+    }
+}
+
+async fn connect_listener(url: &str, host: &str) -> sqlx::Result<PgListener> {
+    let options =
+        PgConnectOptions::from_str(url)?.application_name(&format!("supervise-listen {host}"));
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await?;
+    let mut listener = PgListener::connect_with(&pool).await?;
+    listener.listen(CHANNEL).await?;
+    Ok(listener)
 }

@@ -5,7 +5,7 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 use tracing::instrument;
 
-use super::bottles::live_generation;
+use super::bottles::{live_generation, live_names};
 use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
 use super::task_rows::open_task_in;
 use super::trail::{
@@ -115,17 +115,25 @@ impl Store {
         rows.into_iter().map(|r| r.at(&now)).collect()
     }
 
-    /// The operator's list: proposals matching the filter, oldest first. `bottle` matches
-    /// every generation of the slug.
+    /// The operator's list: proposals matching the filter, oldest first, of every host.
+    /// `bottle` (`SLUG`, or `HOST/SLUG`) matches every generation of the slug.
     pub async fn list(
         &self,
         bottle: Option<&str>,
         status: StatusFilter,
     ) -> StoreResult<Vec<Proposal>> {
+        self.list_on(None, bottle, status).await
+    }
+
+    /// [`Store::list`] of one host's bottles (`host`), or of every host's (`None`).
+    pub async fn list_on(
+        &self,
+        host: Option<&str>,
+        bottle: Option<&str>,
+        status: StatusFilter,
+    ) -> StoreResult<Vec<Proposal>> {
         let now = Timestamp::now();
-        if let Some(slug) = bottle {
-            self.known_slug(slug).await?;
-        }
+        let (host, bottle) = self.bottle_filter(host, bottle).await?;
         let mut conn = self.inner.pool.acquire().await?;
         let cond = match status {
             StatusFilter::Pending => {
@@ -141,11 +149,13 @@ impl Store {
             StatusFilter::All => "$1 = $1",
         };
         let sql = format!(
-            "{PROPOSAL_COLUMNS} WHERE {cond} AND ($2 IS NULL OR b.slug = $2) ORDER BY p.created_at, p.id"
+            "{PROPOSAL_COLUMNS} WHERE {cond} AND ($2 IS NULL OR b.slug = $2) \
+             AND ($3 IS NULL OR b.host = $3) ORDER BY p.created_at, p.id"
         );
         let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(now.as_str())
             .bind(bottle)
+            .bind(host)
             .fetch_all(&mut *conn)
             .await?;
         rows.into_iter().map(|r| r.at(&now)).collect()
@@ -303,8 +313,8 @@ pub(super) async fn propose_in(
     p: Prepared,
     now: &Timestamp,
 ) -> StoreResult<StoreResult<Proposed>> {
-    let slug = match live_generation(conn, p.bottle_id).await {
-        Ok(slug) => slug,
+    let (host, slug) = match live_names(conn, p.bottle_id).await {
+        Ok(names) => names,
         Err(e @ (StoreError::BottleGone(_) | StoreError::BottleNotFound(_))) => return Ok(Err(e)),
         Err(e) => return Err(e),
     };
@@ -334,7 +344,7 @@ pub(super) async fn propose_in(
         return Ok(Err(StoreError::PendingCapReached { slug, limit }));
     }
     Ok(Ok(Proposed::Created(
-        insert(conn, limits, p, slug, &actor, change_text, now).await?,
+        insert(conn, limits, p, (host, slug), &actor, change_text, now).await?,
     )))
 }
 
@@ -490,7 +500,7 @@ async fn insert(
     conn: &mut AnyConnection,
     limits: &ProposalLimits,
     p: Prepared,
-    slug: String,
+    (host, slug): (String, String),
     actor: &str,
     change_text: String,
     now: &Timestamp,
@@ -535,6 +545,7 @@ async fn insert(
     .await?;
     Ok(Proposal {
         id,
+        host,
         bottle: slug,
         bottle_id: p.bottle_id,
         kind: p.kind,

@@ -13,7 +13,7 @@ use crate::model::{
     Proposal, ProposalId, Status, Task, Timestamp, UnknownName,
 };
 
-pub(super) const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.slug, p.kind, p.change, \
+pub(super) const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.host, b.slug, p.kind, p.change, \
     p.justification, p.status, p.flags, p.hits, p.created_at, p.expires_at, p.decided_at, \
     p.decided_by, p.decided_via, p.decision_note, p.decision_change, p.archived_at, \
     g.id AS grant_id, \
@@ -21,7 +21,7 @@ pub(super) const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.slug, p.k
     FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
     LEFT JOIN grants g ON g.proposal_id = p.id";
 
-pub(super) const EVENT_COLUMNS: &str = "SELECT e.seq, e.at, e.event, e.actor, e.via, b.slug, \
+pub(super) const EVENT_COLUMNS: &str = "SELECT e.seq, e.at, e.event, e.actor, e.via, b.host, b.slug, \
     e.bottle_id, e.proposal_id, e.grant_id, e.kind, e.change, e.note \
     FROM events e LEFT JOIN bottles b ON b.id = e.bottle_id";
 
@@ -37,7 +37,7 @@ pub(super) const GRANT_COLUMNS_WITH_USE: &str = "SELECT g.id, b.slug, g.proposal
      ORDER BY e.seq DESC LIMIT 1) AS last_used_at \
     FROM grants g JOIN bottles b ON b.id = g.bottle_id";
 
-pub(super) const BOTTLE_COLUMNS: &str = "SELECT id, slug, ip, created_at FROM bottles";
+pub(super) const BOTTLE_COLUMNS: &str = "SELECT id, host, slug, ip, created_at FROM bottles";
 
 /// Reads the cells of one row, naming the table and the row in any error.
 struct Cells<'a> {
@@ -88,6 +88,7 @@ impl Cells<'_> {
 pub(super) struct ProposalRow {
     id: String,
     bottle_id: i64,
+    host: String,
     slug: String,
     kind: String,
     change: String,
@@ -163,6 +164,7 @@ impl TryFrom<ProposalRow> for Proposal {
         let archived_at = c.opt_time("archived_at", r.archived_at)?;
         Ok(Proposal {
             id: ProposalId::from_row(r.id),
+            host: r.host,
             bottle: r.slug,
             bottle_id: BottleId::from_row(r.bottle_id),
             kind,
@@ -186,6 +188,7 @@ pub(super) struct EventRow {
     event: String,
     actor: String,
     via: Option<String>,
+    host: Option<String>,
     slug: Option<String>,
     bottle_id: Option<i64>,
     proposal_id: Option<String>,
@@ -210,6 +213,7 @@ impl TryFrom<EventRow> for Event {
             event: c.parse::<EventKind>("event", &r.event)?,
             actor: r.actor,
             via: c.opt_parse("via", r.via)?,
+            host: r.host,
             bottle: r.slug,
             bottle_id: r.bottle_id.map(BottleId::from_row),
             proposal_id: r.proposal_id.map(ProposalId::from_row),
@@ -297,6 +301,7 @@ impl TryFrom<GrantRow> for Grant {
 #[derive(FromRow)]
 pub(super) struct BottleRow {
     id: i64,
+    host: String,
     slug: String,
     ip: String,
     created_at: String,
@@ -316,6 +321,7 @@ impl TryFrom<BottleRow> for Bottle {
                 .map_err(|_| c.corrupt(format!("ip: {:?} is not an IP address", r.ip)))?;
         Ok(Bottle {
             id: BottleId::from_row(r.id),
+            host: r.host,
             slug: r.slug,
             ip,
             created_at: c.time("created_at", r.created_at)?,

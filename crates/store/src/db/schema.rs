@@ -174,3 +174,78 @@ pub(super) async fn probe_postgres(
     let _ = conn.close().await;
     result
 }
+
+/// Checks a host id: 1-253 characters of ASCII letters, digits, `.`, `_` and `-` (a
+/// hostname's; never `/`, which separates it from a slug in `HOST/SLUG`).
+pub(super) fn validate_host(host: &str) -> StoreResult<()> {
+    let ok = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::Invalid {
+            field: "host".into(),
+            message: format!(
+                "{host:?} must be 1-253 characters of letters, digits, '.', '_' and '-'"
+            ),
+        })
+    }
+}
+
+/// The store's host id: `explicit`, else (PostgreSQL) the hostname or (SQLite) the file's
+/// `meta.host`. A SQLite file without one records it now (`explicit` or the hostname), in
+/// one write transaction that also gives it the bottles from before hosts (host '').
+pub(super) async fn settle_host(
+    pool: &AnyPool,
+    backend: Backend,
+    explicit: Option<&str>,
+) -> StoreResult<String> {
+    if let Some(h) = explicit {
+        validate_host(h)?;
+    }
+    let fallback = || {
+        explicit
+            .map(str::to_string)
+            .unwrap_or_else(super::default_host)
+    };
+    if backend == Backend::Postgres {
+        return Ok(fallback());
+    }
+    let read = || sqlx::query_scalar::<_, String>("SELECT value FROM meta WHERE key = 'host'");
+    let recorded = match read().fetch_optional(pool).await? {
+        Some(h) => h,
+        None => {
+            let mut conn = pool.acquire().await?;
+            sqlx::raw_sql(backend.begin_write())
+                .execute(&mut *conn)
+                .await?;
+            let done = async {
+                sqlx::query("INSERT INTO meta (key, value) VALUES ('host', $1) ON CONFLICT (key) DO NOTHING")
+                    .bind(fallback())
+                    .execute(&mut *conn)
+                    .await?;
+                sqlx::query(
+                    "UPDATE bottles SET host = (SELECT value FROM meta WHERE key = 'host') \
+                     WHERE host = ''",
+                )
+                .execute(&mut *conn)
+                .await?;
+                let h = read().fetch_one(&mut *conn).await?;
+                sqlx::query("COMMIT").execute(&mut *conn).await?;
+                Ok::<_, sqlx::Error>(h)
+            }
+            .await;
+            match done {
+                Ok(h) => h,
+                Err(e) => {
+                    let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+                    return Err(e.into());
+                }
+            }
+        }
+    };
+    Ok(explicit.map(str::to_string).unwrap_or(recorded))
+}

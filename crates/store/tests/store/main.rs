@@ -14,6 +14,7 @@ mod crash;
 mod egress;
 mod files;
 mod gate;
+mod hosts;
 mod lifecycle;
 mod migrations;
 mod operators;
