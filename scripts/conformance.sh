@@ -54,8 +54,12 @@ else
   (cd "$ROOT" && cargo build -p supervise-server >&2)
 fi
 BIN="$ROOT/target/$PROFILE/supervise-server"
-DB="$WORK/conformance.db"
-rm -f "$DB" "$DB-wal" "$DB-shm"
+# SUPERVISE_CONFORMANCE_DB: another database (e.g. a fresh postgres:// one, as .ci/run gives).
+DB="${SUPERVISE_CONFORMANCE_DB:-$WORK/conformance.db}"
+case "$DB" in
+  postgres://*|postgresql://*) log "server database: PostgreSQL" ;;
+  *) rm -f "$DB" "$DB-wal" "$DB-shm" ;;
+esac
 SERVER_LOG="$WORK/server.log"
 "$BIN" --db "$DB" --listen 127.0.0.1:0 --bottle conformance=127.0.0.1 --grace 0 >"$SERVER_LOG" 2>&1 &
 SERVER_PID=$!

@@ -60,7 +60,8 @@ async def operator_approves(cli_bin: str, db: str, note: str) -> str:
 
 async def main(server_bin: str, cli_bin: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        db = os.path.join(tmp, "supervise.db")
+        # SUPERVISE_TASKS_DB: another database (e.g. a fresh postgres:// one, as .ci/run gives).
+        db = os.environ.get("SUPERVISE_TASKS_DB") or os.path.join(tmp, "supervise.db")
         proc, url = start_server(server_bin, db)
         try:
             async with Client(url) as client:
