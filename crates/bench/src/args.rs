@@ -124,6 +124,10 @@ pub struct RunArgs {
     /// With --url: the server's pid, for CPU and RSS figures.
     #[arg(long)]
     pub server_pid: Option<u32>,
+    /// Run the servers on PostgreSQL: each gets a fresh database on the server of this admin
+    /// URL (e.g. postgres://postgres@127.0.0.1:5432/postgres) instead of a SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub postgres: Option<String>,
     /// With --url: the server's database, for scenarios that decide or count.
     #[arg(long)]
     pub db: Option<PathBuf>,

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-use sqlx::{Connection, SqliteConnection};
-use supervise_store::{Actor, Store, StoreOptions, Verdict};
+use sqlx::{AnyConnection, Connection, SqliteConnection};
+use supervise_store::{Actor, Location, Store, StoreOptions, Verdict};
 
 /// A second store on the server's file. `durable: false` for setup work nobody measures.
 pub async fn open_store(db: &Path, durable: bool) -> Result<Store> {
@@ -45,12 +45,27 @@ async fn raw(db: &Path, sync: SqliteSynchronous) -> Result<SqliteConnection> {
     Ok(SqliteConnection::connect_with(&options).await?)
 }
 
+/// A connection of its own to the server's database, a file or a `postgres://` URL, for
+/// the read-only counts below.
+async fn reader(db: &Path) -> Result<AnyConnection> {
+    sqlx::any::install_default_drivers();
+    let url = match Location::parse(db) {
+        Location::File(path) => format!("sqlite://{}", path.display()),
+        Location::Postgres(url) => url,
+    };
+    let mut conn = AnyConnection::connect(&url).await?;
+    if !url.starts_with("postgres") {
+        sqlx::raw_sql("PRAGMA busy_timeout = 30000").execute(&mut conn).await?;
+    }
+    Ok(conn)
+}
+
 /// Ids of undecided, unarchived proposals, oldest first, at most `limit`.
 pub async fn pending_ids(db: &Path, limit: i64) -> Result<Vec<String>> {
-    let mut conn = raw(db, SqliteSynchronous::Normal).await?;
+    let mut conn = reader(db).await?;
     let ids: Vec<String> = sqlx::query_scalar(
         "SELECT id FROM proposals WHERE status = 'pending' AND archived_at IS NULL \
-         ORDER BY created_at, id LIMIT ?",
+         ORDER BY created_at, id LIMIT $1",
     )
     .bind(limit)
     .fetch_all(&mut conn)
@@ -62,7 +77,7 @@ pub async fn pending_ids(db: &Path, limit: i64) -> Result<Vec<String>> {
 /// Waits until the server has filed at least `n` undecided proposals (or `timeout`
 /// passes); returns how many it saw last.
 pub async fn wait_pending(db: &Path, n: i64, timeout: Duration) -> Result<i64> {
-    let mut conn = raw(db, SqliteSynchronous::Normal).await?;
+    let mut conn = reader(db).await?;
     let deadline = Instant::now() + timeout;
     loop {
         let count: i64 = sqlx::query_scalar(
@@ -82,6 +97,10 @@ pub async fn wait_pending(db: &Path, n: i64, timeout: Duration) -> Result<i64> {
 /// bottles, in one transaction, matching the schema in `migrations/`. Returns how long it
 /// took.
 pub async fn preload(db: &Path, n: u64) -> Result<Duration> {
+    anyhow::ensure!(
+        matches!(Location::parse(db), Location::File(_)),
+        "--preload runs on SQLite only"
+    );
     let start = Instant::now();
     let mut conn = raw(db, SqliteSynchronous::Normal).await?;
     let bottles: Vec<i64> = sqlx::query_scalar("SELECT id FROM bottles ORDER BY id")

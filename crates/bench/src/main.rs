@@ -159,6 +159,7 @@ fn run(args: RunArgs) -> Result<bool> {
         duration: args.secs(args.duration, 3.0, 0.5),
         log_filter: args.server_log.clone(),
         external,
+        postgres: args.postgres.clone(),
     };
     if ctx.external.is_none() {
         match &ctx.server_bin {

@@ -25,6 +25,8 @@ pub struct Ctx {
     pub log_filter: String,
     /// `--url`: a running server to target instead of starting one.
     pub external: Option<External>,
+    /// `--postgres`: an admin URL; each server started gets a fresh database there.
+    pub postgres: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -70,9 +72,13 @@ impl Under {
                 "supervise-server not found (build it: cargo build --release -p supervise-server, or pass --server-bin)"
             );
         };
+        let db = match &ctx.postgres {
+            Some(admin) => fresh_database(admin, name).await?,
+            None => ctx.dir.join(format!("{name}.db")),
+        };
         let spec = ServerSpec {
             bin: bin.clone(),
-            db: ctx.dir.join(format!("{name}.db")),
+            db,
             grace_secs,
             bottles: ctx.bottles.clone(),
             cpu: ctx.server_cpu,
@@ -105,6 +111,27 @@ impl Under {
             .as_deref()
             .context("this scenario needs the server's database file (--db with --url)")
     }
+}
+
+/// Creates the empty database `bench_NAME_PID` on the server of `admin` (a
+/// `postgres://…/DB` URL) and returns its URL.
+async fn fresh_database(admin: &str, name: &str) -> Result<PathBuf> {
+    use sqlx::Connection;
+    let db = format!("bench_{}_{}", name.replace('-', "_"), std::process::id());
+    let mut conn = sqlx::PgConnection::connect(admin)
+        .await
+        .with_context(|| format!("--postgres: cannot connect to {}", supervise_store::Location::parse(admin)))?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {db}")))
+        .execute(&mut conn)
+        .await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}")))
+        .execute(&mut conn)
+        .await?;
+    let _ = conn.close().await;
+    let (base, _) = admin
+        .rsplit_once('/')
+        .context("--postgres: expected postgres://USER@HOST:PORT/DB")?;
+    Ok(PathBuf::from(format!("{base}/{db}")))
 }
 
 pub(super) fn propose_args(host: &str) -> String {
