@@ -55,7 +55,9 @@ async fn reader(db: &Path) -> Result<AnyConnection> {
     };
     let mut conn = AnyConnection::connect(&url).await?;
     if !url.starts_with("postgres") {
-        sqlx::raw_sql("PRAGMA busy_timeout = 30000").execute(&mut conn).await?;
+        sqlx::raw_sql("PRAGMA busy_timeout = 30000")
+            .execute(&mut conn)
+            .await?;
     }
     Ok(conn)
 }

@@ -70,6 +70,10 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
         style: Style::detect(cli.color),
         width: render::output_width(),
     };
+    if records_operator(&cli.command) {
+        // Refused before the database is touched: a usage problem, not a refusal.
+        ctx.actor()?;
+    }
     match cli.command {
         Command::Completions { shell } => {
             let mut buf = Vec::new();
@@ -108,6 +112,24 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
             store.close().await;
             result
         }
+    }
+}
+
+/// Whether the command records the operator's name (a decision, a revoke, a bottle or
+/// operator change), so it needs one.
+fn records_operator(command: &Command) -> bool {
+    match command {
+        Command::Approve { bulk, .. } | Command::Reject { bulk, .. } => !bulk.dry_run,
+        Command::Modify { .. }
+        | Command::Revoke { .. }
+        | Command::Bottle(BottleCommand::Add { .. } | BottleCommand::Rm { .. })
+        | Command::Operator(
+            OperatorCommand::Add { .. }
+            | OperatorCommand::Link { .. }
+            | OperatorCommand::Token { .. }
+            | OperatorCommand::Rm { .. },
+        ) => true,
+        _ => false,
     }
 }
 

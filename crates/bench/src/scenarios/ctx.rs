@@ -118,9 +118,12 @@ impl Under {
 async fn fresh_database(admin: &str, name: &str) -> Result<PathBuf> {
     use sqlx::Connection;
     let db = format!("bench_{}_{}", name.replace('-', "_"), std::process::id());
-    let mut conn = sqlx::PgConnection::connect(admin)
-        .await
-        .with_context(|| format!("--postgres: cannot connect to {}", supervise_store::Location::parse(admin)))?;
+    let mut conn = sqlx::PgConnection::connect(admin).await.with_context(|| {
+        format!(
+            "--postgres: cannot connect to {}",
+            supervise_store::Location::parse(admin)
+        )
+    })?;
     sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {db}")))
         .execute(&mut conn)
         .await?;
