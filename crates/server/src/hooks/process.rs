@@ -17,6 +17,7 @@ fn event_document(ev: &Event) -> serde_json::Value {
         "event": ev.event,
         "at": ev.at,
         "actor": ev.actor,
+        "host": ev.host,
         "bottle": ev.bottle,
         "proposal_id": ev.proposal_id,
         "grant_id": ev.grant_id,

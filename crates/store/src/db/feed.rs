@@ -1,12 +1,13 @@
 //! Reading the event log: the change feed the server follows, the audit trail operators
 //! read, and the hook runner's durable position in the feed.
 
-use super::Store;
+use super::{Backend, Store};
 use super::rows::{self, EVENT_COLUMNS, EventRow};
 use crate::error::StoreResult;
 use crate::model::{BottleId, Event, Timestamp};
 
-/// The `hook_cursors` row of the server's `--on-event` runner.
+/// The `hook_cursors` row of the server's `--on-event` runner (on PostgreSQL one per host:
+/// `on-event@HOST`, since every host's server runs its own hooks on the shared feed).
 const ON_EVENT: &str = "on-event";
 
 impl Store {
@@ -80,12 +81,20 @@ impl Store {
         rows::all(rows)
     }
 
+    /// The name of this store's `--on-event` cursor row.
+    fn hook_cursor(&self) -> String {
+        match self.backend() {
+            Backend::Sqlite => ON_EVENT.to_string(),
+            Backend::Postgres => format!("{ON_EVENT}@{}", self.inner.host),
+        }
+    }
+
     /// Where the `--on-event` runner stands in the change feed: every event at or below this
     /// `seq` has been handled. `None` when hooks never ran on this file.
     pub async fn hook_position(&self) -> StoreResult<Option<i64>> {
         Ok(
             sqlx::query_scalar("SELECT seq FROM hook_cursors WHERE name = $1")
-                .bind(ON_EVENT)
+                .bind(self.hook_cursor())
                 .fetch_optional(&self.inner.pool)
                 .await?,
         )
@@ -100,7 +109,7 @@ impl Store {
              ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at \
              WHERE excluded.seq > hook_cursors.seq",
         )
-        .bind(ON_EVENT)
+        .bind(self.hook_cursor())
         .bind(seq.max(0))
         .bind(Timestamp::now().as_str())
         .execute(w.conn())
