@@ -1,8 +1,8 @@
 //! Reading the event log: the change feed the server follows, the audit trail operators
 //! read, and the hook runner's durable position in the feed.
 
-use super::{Backend, Store};
 use super::rows::{self, EVENT_COLUMNS, EventRow};
+use super::{Backend, Store};
 use crate::error::StoreResult;
 use crate::model::{BottleId, Event, Timestamp};
 
