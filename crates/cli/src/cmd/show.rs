@@ -214,7 +214,7 @@ async fn grant_line(store: &Store, p: &Proposal, events: &[Event]) -> Option<Str
         return Some(format!("{grant_id} (ended: {} at {})", end.event, end.at));
     }
     let in_force = store
-        .grants_in_force(&p.bottle)
+        .grants_in_force(&format!("{}/{}", p.host, p.bottle))
         .await
         .ok()
         .and_then(|grants| grants.into_iter().find(|g| g.id == grant_id));

@@ -13,12 +13,14 @@ use crate::error::{StoreError, StoreResult};
 use crate::model::{Actor, Bottle, BottleId, EndReason, EventKind, Grant, Timestamp};
 
 impl Store {
-    /// The grants in force for a live bottle, oldest first, each with its last recorded use.
-    /// A git gate's one-shot approval is in force until a push uses it.
+    /// The grants in force for a live bottle (`SLUG` of this store's host, or `HOST/SLUG`),
+    /// oldest first, each with its last recorded use. A git gate's one-shot approval is in
+    /// force until a push uses it.
     pub async fn grants_in_force(&self, slug: &str) -> StoreResult<Vec<Grant>> {
         let now = Timestamp::now();
         let mut conn = self.inner.pool.acquire().await?;
-        let bottle = live_bottle_by_slug(&mut conn, &self.inner.host, slug)
+        let (host, name) = slug.split_once('/').unwrap_or((&self.inner.host, slug));
+        let bottle = live_bottle_by_slug(&mut conn, host, name)
             .await?
             .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
         let rows: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(

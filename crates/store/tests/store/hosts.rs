@@ -107,6 +107,7 @@ async fn two_hosts_share_one_queue(db: TestDb) {
     // Each host's policy is its own.
     assert_eq!(b.grants_in_force("demo").await.unwrap().len(), 1);
     assert!(a.grants_in_force("demo").await.unwrap().is_empty());
+    assert_eq!(a.grants_in_force("host-b/demo").await.unwrap().len(), 1);
 }
 on_both!(two_hosts_share_one_queue);
 
