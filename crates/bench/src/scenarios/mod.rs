@@ -27,8 +27,9 @@ use crate::db;
 use crate::stats::Row;
 
 /// Every scenario, in the order they run.
-pub const ALL_SCENARIOS: [&str; 13] = [
+pub const ALL_SCENARIOS: [&str; 14] = [
     "baseline-sqlite",
+    "baseline-sqlx",
     "baseline-http",
     "propose",
     "propose-capped",
@@ -108,6 +109,10 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
         if want("baseline-sqlite") {
             let r = crate::baseline::sqlite_commits(&ctx.dir, ctx.duration + ctx.warmup).await;
             rows.push(push(r, "baseline-sqlite", "-"));
+        }
+        if want("baseline-sqlx") {
+            let r = crate::baseline::sqlx_commits(&ctx.dir, ctx.duration + ctx.warmup).await;
+            rows.push(push(r, "baseline-sqlx", "-"));
         }
         if want("baseline-http") {
             let r = baseline::baseline_http(ctx).await;
