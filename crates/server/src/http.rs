@@ -142,7 +142,7 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<ReplyB
     }
     if path == "/healthz" {
         return match *req.method() {
-            Method::GET | Method::HEAD => healthz(app).await,
+            Method::GET | Method::HEAD => Box::pin(healthz(app)).await,
             _ => with_allow(
                 plain(StatusCode::METHOD_NOT_ALLOWED, "use GET\n"),
                 "GET, HEAD",
@@ -166,7 +166,9 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<ReplyB
         );
     }
 
-    let bottle = match app.bottles.lookup(&app.store, ip).await {
+    // Boxed, like the store calls of `methods`: a lookup that reads the store should not
+    // size the state every request holds.
+    let bottle = match Box::pin(app.bottles.lookup(&app.store, ip)).await {
         Ok(Some(b)) => b,
         Ok(None) => {
             tracing::info!(%ip, "refused: no bottle registered for this address");
@@ -203,7 +205,8 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<ReplyB
     {
         return too_large();
     }
-    let (parts, body) = req.into_parts();
+    // Only the headers are kept (the URI and the rest go now); see `rpc::handle`.
+    let (http::request::Parts { headers, .. }, body) = req.into_parts();
     let collected = tokio::time::timeout(
         app.config.body_read_timeout,
         Limited::new(body, MAX_BODY_BYTES).collect(),
@@ -232,7 +235,7 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<ReplyB
         Ok(Ok(b)) => b.to_bytes(),
     };
 
-    let reply = rpc::handle(app, &bottle, &parts.headers, &body).await;
+    let reply = rpc::handle(app, &bottle, headers, body).await;
     match reply {
         rpc::Reply::Accepted => Response::builder()
             .status(StatusCode::ACCEPTED)

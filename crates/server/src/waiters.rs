@@ -126,7 +126,7 @@ impl Waiters {
         }
         if !held.is_empty() {
             let items: Vec<Key> = held.iter().map(|(k, _, _)| (*k).clone()).collect();
-            match store.take_decisions(&items).await {
+            match Box::pin(store.take_decisions(&items)).await {
                 Ok(delivered) => {
                     for ((_, _, taken), d) in held.iter_mut().zip(delivered) {
                         // A removed generation's item is left to its waiters, who are told.
@@ -171,13 +171,13 @@ impl Waiters {
             .get(&(bottle_id, id.to_owned()))
             .cloned();
         let Some(slot) = slot else {
-            return store.take_decision(bottle_id, id).await;
+            return Box::pin(store.take_decision(bottle_id, id)).await;
         };
         let mut taken = slot.taken.lock().await;
         if taken.is_some() {
             return Ok(Delivery::Unknown);
         }
-        let d = store.take_decision(bottle_id, id).await?;
+        let d = Box::pin(store.take_decision(bottle_id, id)).await?;
         if matches!(d, Delivery::Decided(_) | Delivery::Expired(_)) {
             *taken = Some(d.clone());
             slot.wake.send_modify(|n| *n += 1);
@@ -207,7 +207,7 @@ impl Waiters {
                 Ok(Delivery::Pending(_)) => {}
                 // No longer open, or the bottle is gone: withdrawn is told as such.
                 Ok(Delivery::Unknown) | Err(StoreError::BottleGone(_)) => {
-                    return match store.withdrawn_proposal(bottle_id, id).await {
+                    return match Box::pin(store.withdrawn_proposal(bottle_id, id)).await {
                         Ok(Some(p)) => Waited::Withdrawn(Box::new(p)),
                         Ok(None) => Waited::Delivered(Box::new(Delivery::Unknown)),
                         Err(e) => {
@@ -240,6 +240,10 @@ impl Waiters {
     }
 }
 
+// The store's futures are boxed where a waiting call awaits them: they are kilobytes each
+// (sqlx's state machines), and inline they would size every held call's state for the
+// moment it talks to the store rather than for the long wait.
+
 /// How often a waiter looks at the store without being woken, while the feed is failing.
 const RECHECK: Duration = Duration::from_secs(1);
 
@@ -251,7 +255,7 @@ impl Guard<'_> {
         if let Some(d) = taken.as_ref() {
             return Ok(d.clone());
         }
-        let d = store.take_decision(self.key.0, &self.key.1).await?;
+        let d = Box::pin(store.take_decision(self.key.0, &self.key.1)).await?;
         if matches!(d, Delivery::Decided(_) | Delivery::Expired(_)) {
             *taken = Some(d.clone());
             self.slot.wake.send_modify(|n| *n += 1);
