@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use supervise_store::{Event, Store};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Notify, broadcast, watch};
 
 use crate::shutdown::Shutdown;
 
@@ -51,6 +51,8 @@ pub(crate) struct Feed {
     batches: broadcast::Sender<Batch>,
     /// A `watch`: subscribers need the feed's health now, never the history of it.
     failing: watch::Sender<bool>,
+    /// Asks for a read now instead of at the next tick ([`Subscription::read_now`]).
+    kick: Arc<Notify>,
 }
 
 /// One subscriber's view of the feed.
@@ -69,6 +71,7 @@ pub(crate) struct Subscription {
     /// the store first, without waiting for the next batch (on a quiet server there may
     /// be none for a long time).
     catch_up_to: i64,
+    kick: Arc<Notify>,
 }
 
 impl Feed {
@@ -81,6 +84,7 @@ impl Feed {
             start,
             batches,
             failing: watch::Sender::new(false),
+            kick: Arc::new(Notify::new()),
         }
     }
 
@@ -101,10 +105,12 @@ impl Feed {
             health_open: true,
             held: None,
             catch_up_to: self.start,
+            kick: self.kick.clone(),
         }
     }
 
-    /// Reads the feed every `every` and publishes what it finds, until shutdown starts.
+    /// Reads the feed every `every`, or at once when a subscriber asks
+    /// ([`Subscription::read_now`]), and publishes what it finds, until shutdown starts.
     pub(crate) async fn run(self, every: Duration, shutdown: Shutdown) {
         let mut seq = self.start;
         let mut tick = tokio::time::interval(every);
@@ -114,6 +120,7 @@ impl Feed {
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
+                () = self.kick.notified() => {}
                 () = &mut stop => return,
             }
             loop {
@@ -156,6 +163,13 @@ impl Feed {
 }
 
 impl Subscription {
+    /// Asks the reader to read the feed now rather than at its next tick: a subscriber
+    /// that just acted on a batch (the watcher delivered decisions) wants what arrived
+    /// meanwhile without a fixed sleep. At most one read is owed, however often it asks.
+    pub(crate) fn read_now(&self) {
+        self.kick.notify_one();
+    }
+
     /// The next update; `None` once the reader stopped. Cancel-safe: dropping the future
     /// loses nothing.
     pub(crate) async fn next(&mut self) -> Option<Update> {
@@ -200,8 +214,10 @@ impl Subscription {
                 },
             };
             if batch.after > self.seq {
-                let gap = self.store.events_after(self.seq, PAGE).await;
+                // Held before the read, so a caller that drops this future meanwhile
+                // finds the batch again on its next call.
                 self.held = Some(batch);
+                let gap = self.store.events_after(self.seq, PAGE).await;
                 match gap {
                     Ok(events) => match events.last() {
                         Some(last) => {

@@ -107,7 +107,8 @@ impl Waiters {
     /// `keys` (a feed read's decisions and expiries), hands each to its slot, and wakes the
     /// waiting calls, which then answer without touching the store. A slot a call is taking
     /// from right now is left to that call. Keys nobody waits on are only woken (nothing).
-    pub(crate) async fn deliver_batch(&self, store: &Store, keys: Vec<Key>) {
+    /// Returns how many outcomes it delivered.
+    pub(crate) async fn deliver_batch(&self, store: &Store, keys: Vec<Key>) -> usize {
         let slots: Vec<(Key, Arc<Slot>)> = {
             let map = self.slots.lock().expect("not poisoned");
             keys.iter()
@@ -124,6 +125,7 @@ impl Waiters {
                 held.push((key, slot, taken));
             }
         }
+        let mut count = 0;
         if !held.is_empty() {
             let items: Vec<Key> = held.iter().map(|(k, _, _)| (*k).clone()).collect();
             match Box::pin(store.take_decisions(&items)).await {
@@ -132,6 +134,7 @@ impl Waiters {
                         // A removed generation's item is left to its waiters, who are told.
                         if let Ok(d @ (Delivery::Decided(_) | Delivery::Expired(_))) = d {
                             **taken = Some(d);
+                            count += 1;
                         }
                     }
                 }
@@ -144,6 +147,7 @@ impl Waiters {
         for (b, id) in &keys {
             self.wake(*b, id);
         }
+        count
     }
 
     /// Wakes the calls waiting on this proposal, if any.
@@ -275,14 +279,19 @@ impl Drop for Guard<'_> {
 }
 
 /// The watcher: for each batch of the feed, wakes the waiters of the proposals it names and
-/// delivers the outcomes among them in one transaction, until shutdown starts. While the
-/// feed cannot be read, waiters look at the store themselves.
+/// delivers the outcomes among them in one transaction, until shutdown starts. Batches that
+/// queued up while it delivered are taken together, so one transaction carries everything
+/// read since the last; and after a delivery it asks the feed for its next read at once,
+/// so while decisions keep arriving they are read and delivered back to back, each batch
+/// as large as what arrived during the previous delivery. While the feed cannot be read,
+/// waiters look at the store themselves.
 pub(crate) async fn watch_feed(
     store: Store,
     waiters: Arc<Waiters>,
     mut feed: Subscription,
     shutdown: Shutdown,
 ) {
+    use futures_util::FutureExt as _;
     let stop = shutdown.started();
     tokio::pin!(stop);
     loop {
@@ -290,22 +299,42 @@ pub(crate) async fn watch_feed(
             update = feed.next() => update,
             () = &mut stop => return,
         };
-        match update {
-            None => return,
-            Some(Update::Failing(failing)) => waiters.set_feed_failing(failing),
-            Some(Update::Events(events)) => {
-                let mut outcomes = Vec::new();
-                for ev in events.iter() {
-                    if let (Some(bottle_id), Some(id)) = (ev.bottle_id, &ev.proposal_id) {
-                        if OUTCOMES.contains(&ev.event) {
-                            outcomes.push((bottle_id, String::from(id.clone())));
-                        } else {
-                            waiters.wake(bottle_id, id);
+        let mut outcomes = Vec::new();
+        let mut next = update;
+        loop {
+            match next {
+                None => return,
+                Some(Update::Failing(failing)) => waiters.set_feed_failing(failing),
+                Some(Update::Events(events)) => {
+                    for ev in events.iter() {
+                        if let (Some(bottle_id), Some(id)) = (ev.bottle_id, &ev.proposal_id) {
+                            if OUTCOMES.contains(&ev.event) {
+                                outcomes.push((bottle_id, String::from(id.clone())));
+                            } else {
+                                waiters.wake(bottle_id, id);
+                            }
                         }
                     }
                 }
-                waiters.deliver_batch(&store, outcomes).await;
             }
+            // Whatever else is already there (`next` is cancel-safe).
+            match feed.next().now_or_never() {
+                Some(more) => next = more,
+                None => break,
+            }
+        }
+        if outcomes.is_empty() {
+            continue;
+        }
+        let named = outcomes.len();
+        let delivered = waiters.deliver_batch(&store, outcomes).await;
+        tracing::debug!(
+            named,
+            delivered,
+            "feed outcomes delivered in one transaction"
+        );
+        if delivered > 0 {
+            feed.read_now();
         }
     }
 }
