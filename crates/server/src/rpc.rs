@@ -25,6 +25,7 @@ use supervise_store::text::escape_untrusted;
 
 use crate::app::App;
 use crate::config::MAX_BATCH_ANSWER_BYTES;
+use crate::http::Read;
 use crate::methods::{Ctx, Method};
 
 /// What to send back.
@@ -42,42 +43,77 @@ pub(crate) enum Reply {
 /// share hyper's read buffer for the connection, so they are dropped as soon as they are
 /// read (the body once parsed, the headers once a single request is checked against them)
 /// and a call that waits holds neither, nor a second read buffer because of them.
-pub(crate) async fn handle(app: &App, bottle: &Bottle, headers: HeaderMap, body: Bytes) -> Reply {
+pub(crate) async fn handle(app: &App, read: Box<Read>) -> Reply {
+    // Classified in a plain function, so nothing of the body, the headers or the parsed
+    // message stays in this future's state while the request runs.
+    let Read {
+        bottle,
+        headers,
+        body,
+    } = *read;
+    let bottle = &bottle;
+    let ready = match classify(headers, body) {
+        Classified::Reply(reply) => return reply,
+        Classified::Listen(headers, req) => {
+            return Box::pin(async move { listen(app, bottle, &headers, req).await }).await;
+        }
+        Classified::Batch(headers, items) => {
+            return Box::pin(async move { batch(app, bottle, &headers, items).await }).await;
+        }
+        Classified::Ready(ready) => ready,
+    };
+    let (status, response) = run(app, bottle, ready).await;
+    Reply::Json {
+        status,
+        body: serde_json::to_vec(&response).expect("responses serialise"),
+    }
+}
+
+/// A POST body read, before anything runs.
+enum Classified {
+    /// Answered already (a notification, a client response, a refusal).
+    Reply(Reply),
+    /// A `subscriptions/listen` stream, checked against the headers when it opens.
+    Listen(HeaderMap, Request),
+    /// A 2025-03-26 batch; each item is checked against the headers.
+    Batch(HeaderMap, Vec<Result<Message, ErrorResponse>>),
+    /// A single request, checked against the headers, which are dropped.
+    Ready(Box<Ready>),
+}
+
+fn classify(headers: HeaderMap, body: Bytes) -> Classified {
     let incoming = parse_message(&body);
     drop(body);
     let incoming = match incoming {
         Ok(m) => m,
-        Err(e) => return error_reply(StatusCode::BAD_REQUEST, e),
+        Err(e) => return Classified::Reply(error_reply(StatusCode::BAD_REQUEST, e)),
     };
     match incoming {
         Incoming::Notification(n) => {
             let method = escape_untrusted(&n.method);
             tracing::Span::current().record("rpc_method", &*method);
             tracing::debug!(?method, "notification accepted");
-            Reply::Accepted
+            Classified::Reply(Reply::Accepted)
         }
-        Incoming::Response(_) => Reply::Accepted,
+        Incoming::Response(_) => Classified::Reply(Reply::Accepted),
         Incoming::Request(req)
             if req.method == methods::SUBSCRIPTIONS_LISTEN
                 && modern_meta(req.params.as_ref()).is_some() =>
         {
             tracing::Span::current().record("rpc_method", methods::SUBSCRIPTIONS_LISTEN);
-            Box::pin(listen(app, bottle, &headers, req)).await
+            Classified::Listen(headers, req)
         }
         Incoming::Request(req) => {
             tracing::Span::current().record("rpc_method", &*escape_untrusted(&req.method));
-            let checked = prepare(&headers, req);
-            drop(headers);
-            let (status, response) = match checked {
-                Ok(ready) => run(app, bottle, ready).await,
-                Err(refused) => refused,
-            };
-            Reply::Json {
-                status,
-                body: serde_json::to_vec(&response).expect("responses serialise"),
+            match prepare(&headers, req) {
+                Ok(ready) => Classified::Ready(Box::new(ready)),
+                Err((status, response)) => Classified::Reply(Reply::Json {
+                    status,
+                    body: serde_json::to_vec(&response).expect("responses serialise"),
+                }),
             }
         }
-        Incoming::Batch(items) => Box::pin(batch(app, bottle, &headers, items)).await,
+        Incoming::Batch(items) => Classified::Batch(headers, items),
     }
 }
 
@@ -223,7 +259,7 @@ async fn request(
     req: Request,
 ) -> (StatusCode, Response) {
     match prepare(headers, req) {
-        Ok(ready) => run(app, bottle, ready).await,
+        Ok(ready) => run(app, bottle, Box::new(ready)).await,
         Err(refused) => refused,
     }
 }
@@ -315,7 +351,7 @@ fn prepare_modern(
     })
 }
 
-async fn run(app: &App, bottle: &Bottle, ready: Ready) -> (StatusCode, Response) {
+async fn run(app: &App, bottle: &Bottle, ready: Box<Ready>) -> (StatusCode, Response) {
     let Ready {
         id,
         name,
@@ -323,7 +359,7 @@ async fn run(app: &App, bottle: &Bottle, ready: Ready) -> (StatusCode, Response)
         method,
         version,
         modern,
-    } = ready;
+    } = *ready;
     let is_modern = modern.is_some();
     let ctx = Ctx {
         app,
