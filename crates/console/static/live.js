@@ -35,10 +35,27 @@
     }
   }
 
-  var source = new EventSource("/live");
-  source.addEventListener("ready", function () { body.setAttribute("data-live-state", "open"); });
-  source.onmessage = changed;
-  source.onerror = function () {
-    body.setAttribute("data-live-state", source.readyState === EventSource.CLOSED ? "closed" : "retrying");
-  };
+  var source = null;
+
+  function start() {
+    source = new EventSource("/live");
+    source.addEventListener("ready", function () { body.setAttribute("data-live-state", "open"); });
+    source.onmessage = changed;
+    source.onerror = function () {
+      body.setAttribute("data-live-state", source.readyState === EventSource.CLOSED ? "closed" : "retrying");
+    };
+  }
+
+  // A page left behind (or kept in the back/forward cache) lets its stream go, so it holds
+  // none of the browser's few connections to the console; coming back opens a new one and
+  // reloads what changed meanwhile.
+  window.addEventListener("pagehide", function () {
+    if (source !== null) { source.close(); source = null; }
+    body.removeAttribute("data-live-state");
+  });
+  window.addEventListener("pageshow", function (e) {
+    if (source === null) { start(); }
+    if (e.persisted) { changed(); }
+  });
+  start();
 })();

@@ -11,7 +11,6 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 pub struct Console {
-    pub addr: SocketAddr,
     pub url: String,
     pub store: Store,
     pub dir: tempfile::TempDir,
@@ -43,7 +42,6 @@ impl Console {
             let _ = stopped.await;
         }));
         Console {
-            addr,
             url: format!("http://{addr}"),
             store,
             dir,
