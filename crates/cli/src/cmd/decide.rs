@@ -51,7 +51,7 @@ pub async fn one(
     out: &mut dyn Write,
 ) -> Result<()> {
     let decided = match store
-        .decide(id, action.verdict(), &ctx.actor(), note, grant_for)
+        .decide(id, action.verdict(), &ctx.actor()?, note, grant_for)
         .await
     {
         Ok(p) => p,
@@ -171,7 +171,7 @@ pub async fn bulk(
             continue;
         }
         match store
-            .decide(&p.id, action.verdict(), &ctx.actor(), note, grant_for)
+            .decide(&p.id, action.verdict(), &ctx.actor()?, note, grant_for)
             .await
         {
             Ok(decided) => {

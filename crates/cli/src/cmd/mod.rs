@@ -8,6 +8,7 @@ pub mod console;
 pub mod decide;
 pub mod gate;
 pub mod list;
+pub mod operator;
 pub mod policy;
 pub mod queue;
 pub mod show;
@@ -27,15 +28,25 @@ use crate::render::Style;
 #[derive(Debug)]
 pub struct Ctx {
     pub db: PathBuf,
-    pub operator: String,
+    /// `--as`, else the login user ([`crate::config::login_user`]); `None` when neither
+    /// names anyone, which only a command that records a name refuses.
+    pub operator: Option<String>,
     pub style: Style,
     pub width: usize,
 }
 
 impl Ctx {
     /// Who the CLI acts as: the operator name, via cli, with the host's full power.
-    pub fn actor(&self) -> Actor {
-        Actor::cli(&self.operator)
+    /// Refused as a usage error (exit 2) when no name is known.
+    pub fn actor(&self) -> Result<Actor> {
+        match &self.operator {
+            Some(name) => Ok(Actor::cli(name)),
+            None => Err(crate::exit::Usage(
+                "no operator name: $USER and $LOGNAME are unset and the user database has                  no name for this user id; give one with --as NAME"
+                    .into(),
+            )
+            .into()),
+        }
     }
 
     /// Opens an existing database; a missing file is refused, never created.

@@ -16,6 +16,7 @@ mod flags;
 mod gate;
 mod grants;
 mod invocation;
+mod operator;
 mod output;
 mod queue;
 mod watch;

@@ -118,6 +118,7 @@ pub fn command(db: &Path) -> Command {
     c.arg("--db")
         .arg(db)
         .env_remove("SUPERVISE_DB")
+        .env_remove("SUPERVISE_CONSOLE_URL")
         .env_remove("NO_COLOR")
         .env("USER", "tester")
         .env("COLUMNS", "160")

@@ -360,6 +360,9 @@ mod tests {
         assert_eq!(doc["proposal_id"], id.as_str());
         assert_eq!(doc["note"], "no");
         assert_eq!(doc["kind"], "egress");
+        assert_eq!(doc["via"], "cli");
+        let proposed: serde_json::Value = serde_json::from_str(fields[0][2]).unwrap();
+        assert!(proposed["via"].is_null(), "{proposed}");
         stop.start();
         runner.await.unwrap();
     }

@@ -42,7 +42,7 @@ impl Store {
         let mut w = self.write().await?;
         let now = Timestamp::now();
         let given = id;
-        let id = resolve_id(w.conn(), id).await?;
+        let id = resolve_id_for(w.conn(), id, by).await?;
         let p = load_proposal(w.conn(), &id, &now)
             .await?
             .filter(|p| by.sees(&p.bottle))
@@ -301,6 +301,37 @@ pub(super) async fn withdraw_in(
     p.status = Status::Withdrawn;
     p.archived_at = Some(now.clone());
     Ok(p)
+}
+
+/// [`resolve_id`] among the proposals `by` sees: for an actor limited to some bottles, a
+/// prefix is matched only against their proposals, so neither "ambiguous" nor the full id
+/// says anything about another bottle's.
+async fn resolve_id_for(conn: &mut SqliteConnection, id: &str, by: &Actor) -> StoreResult<String> {
+    if by.bottles.is_empty() {
+        return resolve_id(conn, id).await;
+    }
+    let given = id.trim().to_ascii_lowercase();
+    if given.is_empty() {
+        return Err(StoreError::ProposalNotFound(given));
+    }
+    let hits: Vec<(String, String)> = sqlx::query_as(
+        "SELECT p.id, b.slug FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
+         WHERE p.id >= ?1 AND p.id < ?1 || '~'",
+    )
+    .bind(&given)
+    .fetch_all(&mut *conn)
+    .await?;
+    let seen: Vec<String> = hits
+        .into_iter()
+        .filter(|(_, slug)| by.sees(slug))
+        .map(|(id, _)| id)
+        .collect();
+    match seen.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(StoreError::ProposalNotFound(given)),
+        _ if seen.contains(&given) => Ok(given),
+        _ => Err(StoreError::AmbiguousId(given)),
+    }
 }
 
 /// Refuses an action `by`'s role does not include.

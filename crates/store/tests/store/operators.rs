@@ -93,20 +93,32 @@ async fn a_scoped_approver_never_sees_another_teams_proposals_or_grants() {
         matches!(&err, StoreError::ProposalNotFound(id) if *id == theirs),
         "{err:?}"
     );
-    // A prefix says no more than the whole id.
-    assert!(matches!(
-        store
-            .decide(&theirs[..13], Verdict::Reject, &ann, None, None)
-            .await,
-        Err(StoreError::ProposalNotFound(_))
-    ));
     assert_eq!(counts(&db.path).await, before, "nothing changed");
     assert_eq!(store.show(&theirs).await.unwrap().0.status, Status::Pending);
 
+    // A prefix says no more than the whole id: one both ids share is ambiguous for an
+    // admin of every bottle, and names her own proposal for her.
+    let shared: String = mine
+        .chars()
+        .zip(theirs.chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect();
+    assert!(
+        !shared.is_empty(),
+        "UUIDv7 ids filed together share a prefix"
+    );
+    assert!(matches!(
+        store
+            .decide(&shared, Verdict::Approve, &admin(), None, None)
+            .await,
+        Err(StoreError::AmbiguousId(_))
+    ));
     let decided = store
-        .decide(&mine, Verdict::Approve, &ann, None, None)
+        .decide(&shared, Verdict::Approve, &ann, None, None)
         .await
         .unwrap();
+    assert_eq!(decided.id, mine.as_str());
     assert_eq!(decided.status, Status::Approved);
     // Another team's grant does not exist for her; her own she may revoke.
     let their_grant = store
