@@ -16,6 +16,7 @@ use supervise_store::StoreError;
 
 use crate::app::App;
 use model::ErrorDoc;
+pub(crate) use proposals::grant_duration;
 
 pub(crate) fn router() -> Router<App> {
     Router::new()

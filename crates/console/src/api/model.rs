@@ -119,6 +119,7 @@ pub(crate) struct DecideBody {
     pub note: Option<String>,
     /// Let the grant end after this long (`90s`, `30m`, `8h`, `7d`); approve and modify only.
     #[serde(rename = "for")]
+    #[schema(pattern = "^[0-9]+[smhd]?$", example = "8h")]
     pub grant_for: Option<String>,
     /// Modify only (and required there): fields merged over the proposed change.
     #[schema(value_type = Option<Object>)]

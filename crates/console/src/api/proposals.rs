@@ -143,6 +143,16 @@ pub(crate) async fn reject(
     decide(app, user, id, body, Action::Reject).await
 }
 
+/// A grant's duration as the CLI's `--for` reads it: `90s`, `30m`, `8h`, `7d`, more than 0.
+pub(crate) fn grant_duration(text: &str) -> Result<std::time::Duration, String> {
+    let d = clock::parse_duration(text)
+        .map_err(|_| format!("{text:?} is not a duration like 90s, 30m, 8h or 7d"))?;
+    if d.is_zero() {
+        return Err("a grant must last longer than 0; leave it out for one until revoked".into());
+    }
+    Ok(d)
+}
+
 /// The body as JSON (empty means `{}`), in the API's error shape when it is not.
 pub(crate) fn parse_body<T: serde::de::DeserializeOwned + Default>(
     body: &[u8],
@@ -170,10 +180,9 @@ async fn decide(
                 "a rejection grants nothing, so it takes no duration",
             ));
         }
-        Some(text) => Some(
-            clock::parse_duration(text)
-                .map_err(|e| ApiError::bad_request(Some("for"), e.to_string()))?,
-        ),
+        Some(text) => {
+            Some(grant_duration(text).map_err(|e| ApiError::bad_request(Some("for"), e))?)
+        }
     };
     let verdict = match (action, body.change) {
         (Action::Modify, Some(change)) => Verdict::Modify(change),

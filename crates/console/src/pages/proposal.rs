@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use supervise_store::{Event, Proposal, Status, StoreError, Verdict, clock};
+use supervise_store::{Event, Proposal, Status, StoreError, Verdict};
 
 use super::{Chrome, PageError, html};
 use crate::app::App;
@@ -235,9 +235,9 @@ async fn decide(
     }
     let grant_for = match form.grant_for.as_deref().map(str::trim) {
         None | Some("") => None,
-        Some(text) => match clock::parse_duration(text) {
+        Some(text) => match crate::api::grant_duration(text) {
             Ok(d) => Some(d),
-            Err(err) => return again(err.to_string()).await,
+            Err(err) => return again(err).await,
         },
     };
     let verdict = match action {
