@@ -127,10 +127,11 @@ pub(crate) fn same_origin(app: &App, headers: &HeaderMap) -> bool {
         .get("sec-fetch-site")
         .and_then(|v| v.to_str().ok())
         .map(str::to_ascii_lowercase);
-    if let Some(site) = &fetch_site {
-        if site != "same-origin" && site != "none" {
-            return false;
-        }
+    if let Some(site) = &fetch_site
+        && site != "same-origin"
+        && site != "none"
+    {
+        return false;
     }
     match headers.get(header::ORIGIN).map(|v| v.to_str()) {
         None => true,

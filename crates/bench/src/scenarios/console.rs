@@ -50,7 +50,9 @@ pub async fn console(ctx: &Ctx) -> Result<Row> {
             .await?;
         ids.push(p.proposal().id.to_string());
     }
-    store.add_operator("bridge", Role::Approver, &[], &root).await?;
+    store
+        .add_operator("bridge", Role::Approver, &[], &root)
+        .await?;
     let token = store.operator_token("bridge", &root).await?;
     let token = token.expose().to_owned();
     store.close().await;
@@ -180,15 +182,14 @@ async fn read_events(mut r: BufReader<TcpStream>, tx: mpsc::UnboundedSender<(Str
         if text == "event: approved" {
             approved = true;
         } else if let Some(data) = text.strip_prefix("data: ") {
-            if approved {
-                let id = serde_json::from_str::<Value>(data)
-                    .ok()
-                    .and_then(|v| v["proposal_id"].as_str().map(str::to_owned));
-                if let Some(id) = id {
-                    if tx.send((id, Instant::now())).is_err() {
-                        return;
-                    }
-                }
+            let id = serde_json::from_str::<Value>(data)
+                .ok()
+                .and_then(|v| v["proposal_id"].as_str().map(str::to_owned));
+            if approved
+                && let Some(id) = id
+                && tx.send((id, Instant::now())).is_err()
+            {
+                return;
             }
             approved = false;
         }
@@ -211,10 +212,10 @@ async fn read_response(r: &mut BufReader<TcpStream>) -> Result<u16> {
         if line == "\r\n" || line.is_empty() {
             break;
         }
-        if let Some((k, v)) = line.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
         }
     }
     let mut body = vec![0u8; length];

@@ -19,8 +19,8 @@ async fn every_endpoint_with_a_bearer_token() {
     let p2 = c.propose("demo", "example.com", 443, "docs").await;
     let p3 = c.propose("other", "crates.io", 443, "crates").await;
     c.operator("ops", Role::Approver, &[]).await;
-    let t = c.token("ops").await;
-    let t = Some(t.as_str());
+    let token = c.token("ops").await;
+    let t = Some(token.as_str());
 
     let (s, list) = api(&c, Method::GET, "/proposals", t, None).await;
     assert_eq!(s, 200);
@@ -84,7 +84,7 @@ async fn every_endpoint_with_a_bearer_token() {
     assert_eq!((s, body["field"].as_str()), (400, Some("for")));
     let r = client()
         .post(format!("{}/api/v1/proposals/{}/approve", c.url, p2.id))
-        .bearer_auth(t.unwrap())
+        .bearer_auth(&token)
         .body("{not json")
         .send()
         .await
