@@ -75,6 +75,8 @@ pub(crate) async fn show(
             history: events.iter().map(EventDoc::from).collect(),
         })),
         Ok(_) | Err(StoreError::ProposalNotFound(_)) => Err(not_found()),
+        // A prefix shared with a proposal out of scope says nothing about it.
+        Err(StoreError::AmbiguousId(_)) if !user.actor.bottles.is_empty() => Err(not_found()),
         Err(err) => Err(err.into()),
     }
 }

@@ -124,6 +124,8 @@ async fn load(app: &App, user: &PageUser, id: &str) -> Result<(Proposal, Vec<Eve
     match app.store().show(id).await {
         Ok((p, events)) if user.actor.sees(&p.bottle) => Ok((p, events)),
         Ok(_) | Err(StoreError::ProposalNotFound(_)) => Err(not_found()),
+        // A prefix shared with a proposal out of scope says nothing about it.
+        Err(StoreError::AmbiguousId(_)) if !user.actor.bottles.is_empty() => Err(not_found()),
         Err(err) => Err(err.into()),
     }
 }

@@ -107,6 +107,22 @@ async fn an_approver_scoped_to_team_a_neither_sees_nor_decides_team_b() {
     .await;
     assert_eq!(status, 404);
     assert!(!body.to_string().contains("secret-b"), "{body}");
+    // A prefix of team-b's id (shared with team-a's, filed the same moment, or not): no
+    // "ambiguous", no team-b data.
+    let prefix = &b.id.as_str()[..8];
+    let (status, body) = api(
+        &c,
+        Method::GET,
+        &format!("/proposals/{prefix}"),
+        Some(&token),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    assert!(!body.to_string().contains("secret-b"), "{body}");
+    let (status, page) = amy.get(&format!("/proposals/{prefix}")).await;
+    assert_eq!(status, 404);
+    assert!(!page.contains("secret-b"), "{page}");
     let (status, body) = api(
         &c,
         Method::POST,
