@@ -395,3 +395,40 @@ async fn the_eleventh_sign_in_attempt_in_a_minute_is_429() {
         .unwrap();
     assert_eq!(r.status(), 429);
 }
+
+#[tokio::test]
+async fn a_decision_made_first_elsewhere_is_shown_with_who_and_when() {
+    let c = Console::start().await;
+    c.bottle("demo", "127.0.0.2").await;
+    let p = c.propose("demo", "example.com", 443, "docs").await;
+    let bea = c
+        .sign_in(&c.operator("bea", Role::Approver, &[]).await)
+        .await;
+    let (status, page) = bea.get(&format!("/proposals/{}", p.id)).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("id=\"reject\""));
+
+    // Meanwhile, on the host's CLI.
+    let decided = c
+        .store
+        .decide(
+            &p.id,
+            supervise_store::Verdict::Approve,
+            &supervise_store::Actor::cli("carl"),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let at = decided.decision.unwrap().decided_at.to_string();
+
+    let (status, page) = bea
+        .post(&format!("/proposals/{}/reject", p.id), &[("note", "no")])
+        .await;
+    assert_eq!(status, 409);
+    assert!(
+        page.contains(&format!("already approved by carl at {at}")),
+        "{page}"
+    );
+    assert_eq!(status_of(&c, &p.id).await, Status::Approved);
+}
