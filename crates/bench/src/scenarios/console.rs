@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use supervise_store::{Actor, Kind, NewProposal, Role, Store, StoreOptions};
+use supervise_store::{Actor, Kind, NewProposal, ProposalLimits, Role, Store, StoreOptions};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -33,7 +33,17 @@ pub async fn console(ctx: &Ctx) -> Result<Row> {
         .context("the supervise CLI was not found next to supervise-server")?;
     let n = ((ctx.duration.as_secs_f64() * DECISIONS_PER_SECOND) as usize).max(20);
     let db = ctx.dir.join("console.db");
-    let store = Store::open(&db, StoreOptions::default()).await?;
+    let store = Store::open(
+        &db,
+        StoreOptions {
+            limits: ProposalLimits {
+                max_pending_per_bottle: None,
+                ..ProposalLimits::default()
+            },
+            ..StoreOptions::default()
+        },
+    )
+    .await?;
     let root = Actor::cli("bench");
     let bottle = store
         .add_bottle("console", "10.255.1.2".parse()?, &root)
