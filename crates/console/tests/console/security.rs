@@ -432,3 +432,82 @@ async fn a_decision_made_first_elsewhere_is_shown_with_who_and_when() {
     );
     assert_eq!(status_of(&c, &p.id).await, Status::Approved);
 }
+
+#[tokio::test]
+async fn with_tls_files_the_console_serves_https_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output();
+    if !made.as_ref().is_ok_and(|o| o.status.success()) {
+        let msg = "SKIPPED: with_tls_files_the_console_serves_https_only: openssl could not make a test certificate (apt-get install openssl)";
+        assert!(!crate::harness::ci(), "{msg}");
+        eprintln!("{msg}");
+        return;
+    }
+    let files = supervise_console::TlsFiles {
+        cert: cert.clone(),
+        key,
+    };
+    let c = Console::start_with(move |addr| supervise_console::Config {
+        tls: Some(files),
+        ..supervise_console::Config::new(format!("https://127.0.0.1:{}", addr.port()))
+    })
+    .await;
+    let https = format!("https://127.0.0.1:{}", c.url.rsplit(':').next().unwrap());
+    let pem = std::fs::read(&cert).unwrap();
+    let tls_client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .unwrap();
+    let r = tls_client
+        .get(format!("{https}/sign-in"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().contains_key("strict-transport-security"));
+    // Plain HTTP on the TLS port gets no page.
+    assert!(
+        client()
+            .get(format!("{}/sign-in", c.url))
+            .send()
+            .await
+            .is_err()
+    );
+
+    // A broken key refuses to start, naming the file.
+    let bad = dir.path().join("bad.pem");
+    std::fs::write(&bad, "not a key").unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let store = c.store.clone();
+    let err = supervise_console::serve(
+        listener,
+        store,
+        supervise_console::Config {
+            tls: Some(supervise_console::TlsFiles { cert, key: bad }),
+            ..supervise_console::Config::new("https://127.0.0.1")
+        },
+        async {},
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("bad.pem"), "{err}");
+}
