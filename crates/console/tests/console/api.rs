@@ -297,4 +297,14 @@ async fn the_events_stream_delivers_a_decision_made_by_another_process() {
     .await
     .expect("the backlog was replayed");
     assert!(seen.contains("event: proposed"), "{seen}");
+
+    // Shutting down ends the open streams rather than waiting for them.
+    tokio::time::timeout(Duration::from_secs(30), c.stop())
+        .await
+        .expect("the console stopped with two streams open");
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(_)) = resumed.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream ended with the console");
 }
