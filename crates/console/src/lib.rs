@@ -90,6 +90,9 @@ pub async fn serve(
         None => None,
     };
     let (app, feed) = app::App::start(store, &config)?;
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, public_url = %config.public_url, tls = tls.is_some(), "supervise console serving");
+    }
     let router = app::router(app.clone());
     let stop = app.stop_signal();
     let shutdown = async move {
