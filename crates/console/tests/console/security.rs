@@ -511,3 +511,59 @@ async fn with_tls_files_the_console_serves_https_only() {
     .unwrap_err();
     assert!(err.to_string().contains("bad.pem"), "{err}");
 }
+
+#[tokio::test]
+async fn admins_manage_bottles_and_operators_and_nobody_else_does() {
+    let c = Console::start().await;
+    let ada = c.sign_in(&c.operator("ada", Role::Admin, &[]).await).await;
+    let (status, _) = ada
+        .post("/bottles", &[("slug", "web"), ("ip", "127.0.0.7")])
+        .await;
+    assert_eq!(status, 303);
+    assert!(c.store.bottle("web").await.unwrap().is_some());
+    let (status, page) = ada.get("/bottles").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("127.0.0.7"));
+
+    let (status, page) = ada
+        .post(
+            "/operators",
+            &[("name", "new"), ("role", "viewer"), ("bottles", "web")],
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(&format!("{}/sign-in/", c.url)), "{page}");
+    let op = c.store.operator("new").await.unwrap().expect("added");
+    assert_eq!(
+        (op.role, op.bottles),
+        (Role::Viewer, vec!["web".to_string()])
+    );
+    let (status, page) = ada.post("/operators/new/token", &[]).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("sv_"), "{page}");
+
+    // An approver sees neither page and changes nothing through them.
+    let apu = c
+        .sign_in(&c.operator("apu", Role::Approver, &[]).await)
+        .await;
+    assert_eq!(apu.get("/bottles").await.0, 403);
+    assert_eq!(apu.get("/operators").await.0, 403);
+    let (status, _) = apu.post("/operators/new/remove", &[]).await;
+    assert_eq!(status, 403);
+    let (status, _) = apu.post("/bottles/web/remove", &[("confirm", "yes")]).await;
+    assert_eq!(status, 403);
+    assert!(c.store.operator("new").await.unwrap().is_some());
+    assert!(c.store.bottle("web").await.unwrap().is_some());
+
+    let (status, _) = ada.post("/operators/new/remove", &[]).await;
+    assert_eq!(status, 303);
+    assert!(c.store.operator("new").await.unwrap().is_none());
+    let (status, _) = ada.post("/bottles/web/remove", &[]).await;
+    assert_eq!(
+        status, 400,
+        "removing a bottle asks for the confirmation box"
+    );
+    let (status, _) = ada.post("/bottles/web/remove", &[("confirm", "yes")]).await;
+    assert_eq!(status, 303);
+    assert!(c.store.bottle("web").await.unwrap().is_none());
+}
