@@ -122,6 +122,11 @@ fn origin_of(url: &str) -> Result<(String, bool), ConsoleError> {
         _ => return Err(bad("the scheme must be http or https")),
     };
     let authority = uri.authority().ok_or_else(|| bad("no host"))?;
+    if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+        return Err(bad(
+            "the console is served at the root of its origin, so it takes no path",
+        ));
+    }
     if authority.as_str().contains('@') {
         return Err(bad("a user name or password does not belong in it"));
     }
@@ -155,5 +160,6 @@ mod tests {
         assert!(origin_of("ftp://x").is_err());
         assert!(origin_of("console.example.org").is_err());
         assert!(origin_of("https://u:p@c.example").is_err());
+        assert!(origin_of("https://c.example/console").is_err());
     }
 }

@@ -78,7 +78,8 @@ impl Config {
 
 /// Serves the console on `listener` until `shutdown` resolves: live streams end, requests
 /// in flight finish, and it returns. Refuses to start on a public URL that is not
-/// `http(s)://HOST[:PORT]` or TLS files that cannot be read.
+/// `http(s)://HOST[:PORT]` (the console is served at the root of its origin) or TLS files
+/// that cannot be read.
 pub async fn serve(
     listener: TcpListener,
     store: Store,
