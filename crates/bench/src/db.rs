@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{Connection, SqliteConnection};
-use supervise_store::{Store, StoreOptions, Verdict};
+use supervise_store::{Actor, Store, StoreOptions, Verdict};
 
 /// A second store on the server's file. `durable: false` for setup work nobody measures.
 pub async fn open_store(db: &Path, durable: bool) -> Result<Store> {
@@ -29,7 +29,7 @@ pub async fn open_store(db: &Path, durable: bool) -> Result<Store> {
 pub async fn approve_all(store: &Store, ids: &[String]) -> Result<()> {
     for id in ids {
         store
-            .decide(id, Verdict::Approve, "bench", None, None)
+            .decide(id, Verdict::Approve, &Actor::cli("bench"), None, None)
             .await
             .with_context(|| format!("approving {id}"))?;
     }
@@ -149,7 +149,7 @@ pub async fn decide_command(db: &Path, ids_file: &Path, rate: f64) -> Result<()>
             tokio::time::sleep_until(start + Duration::from_secs_f64(k as f64 / rate)).await;
         }
         store
-            .decide(id, Verdict::Approve, "bench", None, None)
+            .decide(id, Verdict::Approve, &Actor::cli("bench"), None, None)
             .await
             .with_context(|| format!("approving {id}"))?;
         writeln!(out, "{id} {}", crate::sys::monotonic_ns())?;

@@ -1,5 +1,8 @@
 //! The command line: every command, flag and help text (with an example per command).
-//! Parsing problems are clap's, so they exit with [`crate::exit::USAGE`].
+//! Parsing problems are clap's, so they exit with [`crate::exit::USAGE`]. The `operator`
+//! family is declared in [`operator`].
+
+pub mod operator;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,6 +10,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Map, Value};
 use supervise_store::{StatusFilter, clock};
+
+pub use operator::OperatorCommand;
 
 use crate::config;
 use crate::render::ColorChoice;
@@ -29,7 +34,8 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
 
-    /// Operator name recorded on decisions [default: $USER, else $LOGNAME]
+    /// Operator name recorded on decisions [default: $USER, else $LOGNAME, else the login
+    /// name of the user id]
     #[arg(long = "as", global = true, value_name = "NAME", value_parser = config::valid_operator)]
     pub operator: Option<String>,
 
@@ -137,6 +143,19 @@ Examples:
     )]
     Bottle(BottleCommand),
 
+    /// Manage the review console's operators: roles, sign-in links and API tokens
+    #[command(
+        subcommand,
+        after_help = "\
+Examples:
+  supervise operator add alice --role approver --bottles 'team-a-*'
+  supervise operator link alice     # a new one-time sign-in link
+  supervise operator token ci-bot   # a new API token; the old one stops working
+  supervise operator list --json
+  supervise operator rm alice"
+    )]
+    Operator(OperatorCommand),
+
     /// The grants in force for a bottle (or every bottle), with time left and last use
     #[command(after_help = "\
 Examples:
@@ -190,6 +209,14 @@ Examples:
         #[arg(long)]
         record_use: bool,
     },
+
+    /// Serve the review console and its JSON API (see docs/SECURITY.md)
+    #[command(after_help = "\
+Examples:
+  supervise console                                    # http://127.0.0.1:7412
+  supervise console --listen 0.0.0.0:7412 --public-url https://console.example.org \\
+      --tls-cert cert.pem --tls-key key.pem")]
+    Console(crate::cmd::console::ConsoleArgs),
 
     /// End a grant now
     #[command(after_help = "\

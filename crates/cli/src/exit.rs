@@ -15,6 +15,19 @@ pub const REFUSED: u8 = 1;
 /// that is not a JSON object and a `--for` that is not a duration). clap reports these.
 pub const USAGE: u8 = 2;
 
+/// A usage problem found after parsing (no operator name to record): `main` prints it and
+/// exits [`USAGE`].
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
 /// `check` found the answer is no: it has printed why on stdout, so `main` exits
 /// [`REFUSED`] without an `error:` line.
 #[derive(Debug)]
@@ -62,6 +75,9 @@ fn store_message(err: &StoreError) -> String {
              or supervise-server creates one)",
             path.display()
         ),
+        StoreError::Invalid { field, message } if field == "operator" || field == "bottles" => {
+            format!("invalid {field}: {message}")
+        }
         StoreError::Invalid { field, message } => format!("invalid change: {field} {message}"),
         other => other.to_string(),
     }

@@ -5,7 +5,8 @@
 use serde::Serialize;
 use serde_json::Value;
 use supervise_store::{
-    Bottle, Event, EventKind, Flag, Grant, GrantId, Kind, Proposal, ProposalId, Timestamp,
+    Bottle, Event, EventKind, Flag, Grant, GrantId, Kind, Operator, Proposal, ProposalId, Role,
+    Timestamp, Via,
 };
 
 #[derive(Debug, Serialize)]
@@ -34,6 +35,8 @@ pub struct DecisionView {
     pub change: Option<Value>,
     pub note: Option<String>,
     pub decided_by: String,
+    /// `cli`, `console` or `gate`; `null` for a decision recorded before via was kept.
+    pub via: Option<Via>,
     pub decided_at: Timestamp,
 }
 
@@ -54,6 +57,7 @@ impl From<&Proposal> for ProposalView {
                 change: d.change.clone(),
                 note: d.note.clone(),
                 decided_by: d.decided_by.clone(),
+                via: d.via,
                 decided_at: d.decided_at.clone(),
             }),
             archived_at: p.archived_at.clone(),
@@ -82,6 +86,8 @@ pub struct EventView {
     pub event: EventKind,
     /// `bottle:SLUG`, `operator:NAME` or `system`.
     pub actor: String,
+    /// For an operator's event: `cli`, `console` or `gate`; otherwise `null`.
+    pub via: Option<Via>,
     pub bottle: Option<String>,
     pub proposal_id: Option<ProposalId>,
     pub grant_id: Option<GrantId>,
@@ -97,6 +103,7 @@ impl From<&Event> for EventView {
             at: e.at.clone(),
             event: e.event,
             actor: e.actor.clone(),
+            via: e.via,
             bottle: e.bottle.clone(),
             proposal_id: e.proposal_id.clone(),
             grant_id: e.grant_id.clone(),
@@ -191,4 +198,36 @@ impl From<&Bottle> for BottleView {
 #[derive(Debug, Serialize)]
 pub struct BottleList {
     pub bottles: Vec<BottleView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct OperatorView {
+    pub name: String,
+    pub role: Role,
+    /// Bottle slug globs; empty: every bottle.
+    pub bottles: Vec<String>,
+    pub created_at: Timestamp,
+    pub created_by: String,
+    pub last_seen_at: Option<Timestamp>,
+    pub has_token: bool,
+}
+
+impl From<&Operator> for OperatorView {
+    fn from(o: &Operator) -> Self {
+        OperatorView {
+            name: o.name.clone(),
+            role: o.role,
+            bottles: o.bottles.clone(),
+            created_at: o.created_at.clone(),
+            created_by: o.created_by.clone(),
+            last_seen_at: o.last_seen_at.clone(),
+            has_token: o.has_token,
+        }
+    }
+}
+
+/// `operator list --json`.
+#[derive(Debug, Serialize)]
+pub struct OperatorList {
+    pub operators: Vec<OperatorView>,
 }

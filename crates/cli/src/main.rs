@@ -3,15 +3,13 @@
 //!
 //! Layout: [`cli`] is the command line (clap), [`cmd`] one module per command family,
 //! [`render`] human output (tables, colour, safe text), [`json`] the `--json` documents,
-//! [`config`] the database path and operator name, [`exit`] the exit codes, [`glob`] the
-//! bulk-decision matcher, [`gate`] the git side of the git gate. All state changes go through `supervise-store`.
+//! [`config`] the database path and operator name, [`exit`] the exit codes, [`gate`] the git side of the git gate. All state changes go through `supervise-store`.
 
 mod cli;
 mod cmd;
 mod config;
 mod exit;
 mod gate;
-mod glob;
 mod json;
 mod render;
 
@@ -21,7 +19,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand};
+use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand};
 use crate::cmd::Ctx;
 use crate::cmd::decide::Action;
 use crate::render::Style;
@@ -53,6 +51,10 @@ fn main() -> ExitCode {
         Err(err) if err.downcast_ref::<exit::NotAllowed>().is_some() => {
             ExitCode::from(exit::REFUSED)
         }
+        Err(err) if err.downcast_ref::<exit::Usage>().is_some() => {
+            eprintln!("error: {}", exit::message(&err));
+            ExitCode::from(exit::USAGE)
+        }
         Err(err) => {
             eprintln!("error: {}", exit::message(&err));
             ExitCode::from(exit::REFUSED)
@@ -63,10 +65,14 @@ fn main() -> ExitCode {
 async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
     let ctx = Ctx {
         db: config::db_path(cli.db.as_deref()),
-        operator: cli.operator.unwrap_or_else(config::login_user),
+        operator: cli.operator.or_else(config::login_user),
         style: Style::detect(cli.color),
         width: render::output_width(),
     };
+    if records_operator(&cli.command) {
+        // Refused before the database is touched: a usage problem, not a refusal.
+        ctx.actor()?;
+    }
     match cli.command {
         Command::Completions { shell } => {
             let mut buf = Vec::new();
@@ -89,6 +95,7 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
             remote,
             grace,
         }) => cmd::gate::pre_receive(&ctx, &bottle, &remote, grace).await,
+        Command::Console(args) => cmd::console::run(&ctx, args, out).await,
         Command::SquidAcl {
             propose_on_deny,
             record_use,
@@ -105,6 +112,24 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
             store.close().await;
             result
         }
+    }
+}
+
+/// Whether the command records the operator's name (a decision, a revoke, a bottle or
+/// operator change), so it needs one.
+fn records_operator(command: &Command) -> bool {
+    match command {
+        Command::Approve { bulk, .. } | Command::Reject { bulk, .. } => !bulk.dry_run,
+        Command::Modify { .. }
+        | Command::Revoke { .. }
+        | Command::Bottle(BottleCommand::Add { .. } | BottleCommand::Rm { .. })
+        | Command::Operator(
+            OperatorCommand::Add { .. }
+            | OperatorCommand::Link { .. }
+            | OperatorCommand::Token { .. }
+            | OperatorCommand::Rm { .. },
+        ) => true,
+        _ => false,
     }
 }
 
@@ -189,9 +214,28 @@ async fn dispatch(
         Command::Bottle(BottleCommand::Rm { slug }) => {
             cmd::bottle::remove(ctx, store, &slug, out).await
         }
+        Command::Operator(OperatorCommand::Add {
+            name,
+            role,
+            bottles,
+            console,
+        }) => cmd::operator::add(ctx, store, &name, role, &bottles, &console.public_url, out).await,
+        Command::Operator(OperatorCommand::Link { name, console }) => {
+            cmd::operator::link(ctx, store, &name, &console.public_url, out).await
+        }
+        Command::Operator(OperatorCommand::Token { name }) => {
+            cmd::operator::token(ctx, store, &name, out).await
+        }
+        Command::Operator(OperatorCommand::List { json }) => {
+            cmd::operator::list(ctx, store, json, out).await
+        }
+        Command::Operator(OperatorCommand::Rm { name }) => {
+            cmd::operator::remove(ctx, store, &name, out).await
+        }
         Command::Bottle(BottleCommand::Add { .. })
         | Command::Completions { .. }
         | Command::Gate(_)
+        | Command::Console(_)
         | Command::SquidAcl { .. } => {
             unreachable!("handled before the database is opened")
         }

@@ -459,6 +459,7 @@ mod tests {
             change: None,
             note: None,
             decided_by: "op".into(),
+            via: Some(supervise_store::Via::Cli),
             decided_at: supervise_store::Timestamp::now(),
             grant_id: None,
             grant_expires_at: exp.map(|e| e.parse().unwrap()),

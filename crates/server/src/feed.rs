@@ -265,7 +265,7 @@ impl Subscription {
 mod tests {
     use super::*;
     use serde_json::json;
-    use supervise_store::{Kind, NewProposal, StoreOptions};
+    use supervise_store::{Actor, Kind, NewProposal, StoreOptions};
 
     async fn next_events(sub: &mut Subscription) -> Vec<i64> {
         loop {
@@ -286,7 +286,7 @@ mod tests {
             .await
             .unwrap();
         let bottle_id = store
-            .add_bottle("demo", "127.0.0.1".parse().unwrap(), "test")
+            .add_bottle("demo", "127.0.0.1".parse().unwrap(), &Actor::cli("test"))
             .await
             .unwrap()
             .id;

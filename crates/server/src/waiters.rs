@@ -352,7 +352,7 @@ const OUTCOMES: [EventKind; 4] = [
 mod tests {
     use super::*;
     use serde_json::json;
-    use supervise_store::{Kind, NewProposal, StoreOptions, Verdict};
+    use supervise_store::{Actor, Kind, NewProposal, StoreOptions, Verdict};
 
     async fn decided_without_wake(feed_failing: bool) -> (Waited, Duration) {
         let dir = tempfile::tempdir().unwrap();
@@ -360,7 +360,7 @@ mod tests {
             .await
             .unwrap();
         let b = store
-            .add_bottle("demo", "127.0.0.1".parse().unwrap(), "test")
+            .add_bottle("demo", "127.0.0.1".parse().unwrap(), &Actor::cli("test"))
             .await
             .unwrap();
         let p = store
@@ -387,7 +387,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(200)).await;
         // Decided, but nobody reads the feed: no wake reaches the waiter.
         store
-            .decide(&p.id, Verdict::Approve, "op", None, None)
+            .decide(&p.id, Verdict::Approve, &Actor::cli("op"), None, None)
             .await
             .unwrap();
         let waited = task.await.unwrap();
@@ -401,7 +401,7 @@ mod tests {
             .await
             .unwrap();
         let b = store
-            .add_bottle("demo", "127.0.0.1".parse().unwrap(), "test")
+            .add_bottle("demo", "127.0.0.1".parse().unwrap(), &Actor::cli("test"))
             .await
             .unwrap();
         let mut ids = Vec::new();
@@ -424,7 +424,7 @@ mod tests {
             .await
             .unwrap();
         for id in &ids[..2] {
-            cli.decide(id, Verdict::Approve, "op", None, None)
+            cli.decide(id, Verdict::Approve, &Actor::cli("op"), None, None)
                 .await
                 .unwrap();
         }

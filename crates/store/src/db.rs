@@ -5,7 +5,8 @@
 //! the file and claims it for a server, [`schema`] probes and migrates it, [`rows`] decodes rows, [`trail`] appends events, [`feed`] reads them,
 //! and [`bottles`], [`proposals`], [`decisions`] and [`grants`] change and read the rest;
 //! [`gate`] is the git gate's one question, covered or filed, and [`egress`] the one egress
-//! decision ("may this bottle reach HOST:PORT now?").
+//! decision ("may this bottle reach HOST:PORT now?"); [`operators`] manages console
+//! operators and [`sessions`] signs them in.
 
 mod bottles;
 mod decisions;
@@ -14,9 +15,11 @@ mod feed;
 mod file;
 mod gate;
 mod grants;
+mod operators;
 mod proposals;
 mod rows;
 mod schema;
+mod sessions;
 mod task_rows;
 mod tasks;
 mod trail;
@@ -36,6 +39,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use tracing::instrument;
 
 use crate::error::{StoreError, StoreResult};
+
+pub use sessions::{SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL};
 
 /// Limits that shape what `propose` accepts. The server sets them from its flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

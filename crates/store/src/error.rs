@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::model::{BottleId, EndReason, Status, Timestamp};
+use crate::model::{BottleId, EndReason, SignInRefusal, Status, Timestamp};
 
 /// Result alias for store operations.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -118,6 +118,21 @@ pub enum StoreError {
         .pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
     )]
     AlreadyServed { path: PathBuf, pid: Option<u32> },
+    /// A live operator already has this name.
+    #[error("an operator named {0} already exists")]
+    OperatorExists(String),
+    /// No live operator has this name.
+    #[error("no operator named {0}")]
+    OperatorNotFound(String),
+    /// The actor's role does not include this action. Nothing was changed.
+    #[error("operator {operator} may not {action}")]
+    Forbidden {
+        operator: String,
+        action: &'static str,
+    },
+    /// A sign-in link was not accepted; no session was started.
+    #[error("sign-in refused: {0}")]
+    SignInRefused(SignInRefusal),
     /// Any other database failure.
     #[error("database error: {0}")]
     Database(String),

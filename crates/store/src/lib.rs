@@ -2,11 +2,13 @@
 //!
 //! Layout: [`model`] is the vocabulary ([`Kind`], [`Status`], [`EventKind`], [`Flag`],
 //! [`EndReason`], ids and [`Timestamp`]) and the domain types callers see, depending on
-//! nothing else here; [`change`] validates and normalises what a proposal asks for and
-//! computes its risk flags; [`error`] is the one error type; [`clock`] the duration syntax;
+//! nothing else here but [`glob`]; [`change`] validates and normalises what a proposal asks for and
+//! computes its risk flags; [`glob`] the one glob rule (bulk matches, operator scopes);
+//! [`error`] is the one error type; [`clock`] the duration syntax;
 //! [`paths`] finds the database file; [`text`] escapes agent text for display. The [`Store`] itself is `db`, split by aggregate
 //! (`db/bottles.rs`, `db/proposals.rs`, `db/decisions.rs`, `db/grants.rs`, `db/gate.rs`,
-//! `db/tasks.rs`, `db/feed.rs`, and `db/egress.rs`, the one egress decision every
+//! `db/tasks.rs`, `db/feed.rs`, `db/operators.rs` and `db/sessions.rs` (console operators,
+//! their sign-in links, sessions and API tokens), and `db/egress.rs`, the one egress decision every
 //! enforcement point asks),
 //! with the file and migrations in `db/schema.rs`, row decoding in `db/rows.rs` and event
 //! appending in `db/trail.rs`. Every public method is one transaction, and every write
@@ -20,15 +22,19 @@ pub mod change;
 pub mod clock;
 mod db;
 pub mod error;
+pub mod glob;
 pub mod model;
 pub mod paths;
 pub mod text;
 
-pub use db::{ProposalLimits, ServerClaim, Store, StoreOptions};
+pub use db::{
+    ProposalLimits, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions,
+};
 pub use error::{StoreError, StoreResult};
 pub use model::{
-    Bottle, BottleId, BottleRef, Decision, Delivery, DenyReason, EgressDecision, EndReason, Event,
-    EventKind, Flag, GateRef, GateVerdict, Grant, GrantId, Kind, NewProposal, Proposal, ProposalId,
-    Proposed, RefUpdate, Registered, Status, StatusFilter, Swept, Task, TaskRead, Timestamp,
-    UnknownName, Verdict,
+    Actor, Bottle, BottleId, BottleRef, Decision, Delivery, DenyReason, EgressDecision, EndReason,
+    Event, EventKind, Flag, GateRef, GateVerdict, Grant, GrantId, Kind, NewProposal, NewSession,
+    Operator, Proposal, ProposalId, Proposed, RefUpdate, Registered, Role, Secret, Session,
+    SignInLink, SignInRefusal, Status, StatusFilter, Swept, Task, TaskRead, Timestamp, UnknownName,
+    Verdict, Via,
 };

@@ -1,10 +1,12 @@
 //! The store's vocabulary and domain types: the words ([`Kind`], [`Status`], [`EventKind`],
 //! [`Flag`], [`EndReason`]), ids and [`Timestamp`], and the bottles, proposals, decisions,
 //! grants and events built from them. These are what callers see; the SQLite rows behind
-//! them stay private to `db/rows.rs`. Nothing here depends on another module of the crate.
+//! them stay private to `db/rows.rs`. Nothing here depends on another module of the crate
+//! but [`crate::glob`] (an operator's bottle scope).
 
 mod egress;
 mod ids;
+mod operators;
 mod vocab;
 
 use std::net::IpAddr;
@@ -15,6 +17,9 @@ use serde_json::Value;
 pub use egress::{BottleRef, DenyReason, EgressDecision};
 pub(crate) use ids::parse_time;
 pub use ids::{BottleId, GrantId, ProposalId, Timestamp};
+pub use operators::{
+    Actor, NewSession, Operator, Role, Secret, Session, SignInLink, SignInRefusal, Via,
+};
 pub use vocab::{EndReason, EventKind, Flag, Kind, Status, UnknownName};
 
 /// A registered bottle (one generation of a slug).
@@ -34,6 +39,8 @@ pub struct Decision {
     pub change: Option<Value>,
     pub note: Option<String>,
     pub decided_by: String,
+    /// Through what it was decided (`None`: recorded before this was kept).
+    pub via: Option<Via>,
     pub decided_at: Timestamp,
     /// The grant approve or modify recorded (`None` for reject).
     pub grant_id: Option<GrantId>,
@@ -185,6 +192,8 @@ pub struct Event {
     pub event: EventKind,
     /// `bottle:SLUG`, `operator:NAME` or `system`.
     pub actor: String,
+    /// Through what an operator's event was made (`None` for a bottle's or the system's).
+    pub via: Option<Via>,
     pub bottle: Option<String>,
     #[serde(skip)]
     pub bottle_id: Option<BottleId>,

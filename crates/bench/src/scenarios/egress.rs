@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use supervise_store::{Kind, NewProposal, Store, StoreOptions, Verdict};
+use supervise_store::{Actor, Kind, NewProposal, Store, StoreOptions, Verdict};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::Ctx;
@@ -35,7 +35,7 @@ pub async fn squid_acl(ctx: &Ctx) -> Result<Row> {
     )
     .await?;
     let bottle = store
-        .add_bottle("squid", "10.255.0.2".parse()?, "bench")
+        .add_bottle("squid", "10.255.0.2".parse()?, &Actor::cli("bench"))
         .await?;
     for i in 1..=10 {
         let p = store
@@ -47,7 +47,13 @@ pub async fn squid_acl(ctx: &Ctx) -> Result<Row> {
             })
             .await?;
         store
-            .decide(&p.proposal().id, Verdict::Approve, "bench", None, None)
+            .decide(
+                &p.proposal().id,
+                Verdict::Approve,
+                &Actor::cli("bench"),
+                None,
+                None,
+            )
             .await?;
     }
     store.close().await;

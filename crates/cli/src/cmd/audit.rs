@@ -28,9 +28,9 @@ pub async fn run(
         return Ok(());
     }
     let mut t = Table::new(vec![
-        "SEQ", "AT", "EVENT", "ACTOR", "BOTTLE", "PROPOSAL", "GRANT", "CHANGE", "NOTE",
+        "SEQ", "AT", "EVENT", "ACTOR", "VIA", "BOTTLE", "PROPOSAL", "GRANT", "CHANGE", "NOTE",
     ])
-    .flexible(8);
+    .flexible(9);
     for e in &events {
         let change = match (&e.kind, &e.change) {
             (Some(kind), Some(change)) => {
@@ -43,6 +43,7 @@ pub async fn run(
             Cell::new(e.at.as_str()),
             Cell::colored(e.event.as_str(), Color::Bold),
             Cell::new(render::one_line(&e.actor)),
+            Cell::new(e.via.map(|v| v.as_str()).unwrap_or("-")),
             Cell::new(
                 e.bottle
                     .as_deref()

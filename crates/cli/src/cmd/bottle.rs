@@ -16,7 +16,7 @@ pub async fn add(ctx: &Ctx, slug: &str, ip: IpAddr, out: &mut dyn Write) -> Resu
     if created {
         eprintln!("created supervise database at {}", ctx.db.display());
     }
-    let bottle = store.add_bottle(slug, ip, &ctx.operator).await?;
+    let bottle = store.add_bottle(slug, ip, &ctx.actor()?).await?;
     writeln!(
         out,
         "added bottle {} ({})",
@@ -74,7 +74,7 @@ pub async fn remove(ctx: &Ctx, store: &Store, slug: &str, out: &mut dyn Write) -
         .await
         .map(|g| g.len())
         .unwrap_or(0);
-    let bottle = store.remove_bottle(slug, &ctx.operator).await?;
+    let bottle = store.remove_bottle(slug, &ctx.actor()?).await?;
     writeln!(
         out,
         "removed bottle {} ({}): withdrew {pending} pending proposal(s), ended {grants} grant(s)",

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use serde_json::{Map, Value};
-use supervise_store::{Flag, Kind, Proposal, StatusFilter, Store, StoreError, Verdict, clock};
+use supervise_store::{
+    Flag, Kind, Proposal, StatusFilter, Store, StoreError, Verdict, clock, glob,
+};
 
 use super::Ctx;
 use crate::cli::BulkArgs;
-use crate::glob;
 use crate::render::{self, Color};
 
 /// What to decide, as the operator typed it.
@@ -50,7 +51,7 @@ pub async fn one(
     out: &mut dyn Write,
 ) -> Result<()> {
     let decided = match store
-        .decide(id, action.verdict(), &ctx.operator, note, grant_for)
+        .decide(id, action.verdict(), &ctx.actor()?, note, grant_for)
         .await
     {
         Ok(p) => p,
@@ -170,7 +171,7 @@ pub async fn bulk(
             continue;
         }
         match store
-            .decide(&p.id, action.verdict(), &ctx.operator, note, grant_for)
+            .decide(&p.id, action.verdict(), &ctx.actor()?, note, grant_for)
             .await
         {
             Ok(decided) => {

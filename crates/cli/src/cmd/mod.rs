@@ -4,9 +4,11 @@
 pub mod audit;
 pub mod bottle;
 pub mod check;
+pub mod console;
 pub mod decide;
 pub mod gate;
 pub mod list;
+pub mod operator;
 pub mod policy;
 pub mod queue;
 pub mod show;
@@ -18,7 +20,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::Serialize;
-use supervise_store::{Store, StoreOptions};
+use supervise_store::{Actor, Store, StoreOptions};
 
 use crate::render::Style;
 
@@ -26,12 +28,27 @@ use crate::render::Style;
 #[derive(Debug)]
 pub struct Ctx {
     pub db: PathBuf,
-    pub operator: String,
+    /// `--as`, else the login user ([`crate::config::login_user`]); `None` when neither
+    /// names anyone, which only a command that records a name refuses.
+    pub operator: Option<String>,
     pub style: Style,
     pub width: usize,
 }
 
 impl Ctx {
+    /// Who the CLI acts as: the operator name, via cli, with the host's full power.
+    /// Refused as a usage error (exit 2) when no name is known.
+    pub fn actor(&self) -> Result<Actor> {
+        match &self.operator {
+            Some(name) => Ok(Actor::cli(name)),
+            None => Err(crate::exit::Usage(
+                "no operator name: $USER and $LOGNAME are unset and the user database has                  no name for this user id; give one with --as NAME"
+                    .into(),
+            )
+            .into()),
+        }
+    }
+
     /// Opens an existing database; a missing file is refused, never created.
     pub async fn open(&self) -> Result<Store> {
         Ok(Store::open(&self.db, options(false)).await?)

@@ -128,7 +128,7 @@ pub async fn all(ctx: &Ctx, store: &Store, json: bool, out: &mut dyn Write) -> R
 }
 
 pub async fn revoke(ctx: &Ctx, store: &Store, grant_id: &str, out: &mut dyn Write) -> Result<()> {
-    let g = store.revoke(grant_id.trim(), &ctx.operator).await?;
+    let g = store.revoke(grant_id.trim(), &ctx.actor()?).await?;
     writeln!(
         out,
         "revoked grant {} ({}: {} {})",

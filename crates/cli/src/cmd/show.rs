@@ -88,10 +88,11 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
         None => lines.push(format!("{}none yet", label("decision"))),
         Some(d) => {
             lines.push(format!(
-                "{}{} by {} at {}",
+                "{}{} by {}{} at {}",
                 label("decision"),
                 super::queue::paint_status(s, p.status),
                 render::one_line(&d.decided_by),
+                d.via.map(|v| format!(" via {v}")).unwrap_or_default(),
                 d.decided_at
             ));
             if let Some(granted) = &d.change {
@@ -183,6 +184,9 @@ fn event_text(e: &Event, actor_width: usize) -> String {
         format!("{:<13}", e.event),
         format!("{:<actor_width$}", render::one_line(&e.actor)),
     ];
+    if let Some(via) = e.via {
+        parts.push(format!("via {via}"));
+    }
     if let (Some(kind), Some(change)) = (&e.kind, &e.change) {
         parts.push(render::change_text(kind.as_str(), change));
     }

@@ -78,7 +78,7 @@ fn approve_modify_and_reject_a_pending_proposal() {
         "{table}"
     );
     let shown = env.ok(&["show", &m]);
-    assert!(shown.contains("modified by alice at"), "{shown}");
+    assert!(shown.contains("modified by alice via cli at"), "{shown}");
     assert!(shown.contains("b.example.com:8443"), "{shown}");
     assert!(shown.contains("in force until revoked"), "{shown}");
 }

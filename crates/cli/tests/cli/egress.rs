@@ -11,7 +11,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::Duration;
 
 use crate::util::*;
-use supervise_store::{StoreOptions, Verdict};
+use supervise_store::{Actor, StoreOptions, Verdict};
 
 /// A running helper with its stdin and stdout.
 struct Helper {
@@ -76,7 +76,10 @@ impl Drop for Helper {
 fn approve(env: &Env, id: &str, d: Option<Duration>) -> String {
     let p = env
         .rt
-        .block_on(env.store.decide(id, Verdict::Approve, "op", None, d))
+        .block_on(
+            env.store
+                .decide(id, Verdict::Approve, &Actor::cli("op"), None, d),
+        )
         .unwrap();
     p.decision.unwrap().grant_id.unwrap().to_string()
 }
@@ -155,7 +158,9 @@ fn each_lookup_reads_the_database_as_it_is_now() {
     let grant = approve(&env, &id, None);
     assert_eq!(h.ask("3 10.9.0.2 a.example.test 443"), "3 OK");
     assert!(h.ask("4 10.9.0.2 example.test 443").starts_with("4 ERR"));
-    env.rt.block_on(env.store.revoke(&grant, "op")).unwrap();
+    env.rt
+        .block_on(env.store.revoke(&grant, &Actor::cli("op")))
+        .unwrap();
     assert!(h.ask("5 10.9.0.2 a.example.test 443").starts_with("5 ERR"));
     h.finish();
 }
@@ -179,7 +184,7 @@ fn the_helper_never_creates_the_database_and_recovers_when_it_appears() {
         .block_on(supervise_store::Store::open(&db, StoreOptions::default()))
         .unwrap();
     let b = rt
-        .block_on(store.add_bottle("demo", "10.9.0.2".parse().unwrap(), "op"))
+        .block_on(store.add_bottle("demo", "10.9.0.2".parse().unwrap(), &Actor::cli("op")))
         .unwrap();
     let p = rt
         .block_on(store.propose(supervise_store::NewProposal {
@@ -189,8 +194,14 @@ fn the_helper_never_creates_the_database_and_recovers_when_it_appears() {
             justification: "deps".into(),
         }))
         .unwrap();
-    rt.block_on(store.decide(&p.proposal().id, Verdict::Approve, "op", None, None))
-        .unwrap();
+    rt.block_on(store.decide(
+        &p.proposal().id,
+        Verdict::Approve,
+        &Actor::cli("op"),
+        None,
+        None,
+    ))
+    .unwrap();
     assert_eq!(h.ask("10.9.0.2 pypi.org 443"), "OK");
     h.finish();
 }

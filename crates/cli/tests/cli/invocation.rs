@@ -83,16 +83,37 @@ fn the_operator_defaults_to_the_login_user() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let out = env
-        .cmd(&["approve", &b])
-        .env_remove("USER")
-        .env_remove("LOGNAME")
+    // Neither variable (cron, a service): the user database's name for the user id, as
+    // `id -un` reads it.
+    let account = std::process::Command::new("id")
+        .arg("-un")
         .output()
-        .unwrap();
-    assert!(out.status.success());
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let r = crate::util::Run::from(
+        env.cmd(&["approve", &b])
+            .env_remove("USER")
+            .env_remove("LOGNAME")
+            .output()
+            .unwrap(),
+    );
     let doc = env.json(&["list", "--status", "all", "--json"]);
     assert_eq!(find(&doc, &a)["decision"]["decided_by"], "bob");
-    assert_eq!(find(&doc, &b)["decision"]["decided_by"], "unknown");
+    match account {
+        Some(name) => {
+            r.assert_ok();
+            assert_eq!(find(&doc, &b)["decision"]["decided_by"], name.as_str());
+            assert_eq!(find(&doc, &b)["decision"]["via"], "cli");
+        }
+        None => {
+            // A user id the user database does not know: ask for --as, record nothing.
+            r.assert_usage();
+            assert!(r.stderr.contains("--as"), "{r:#?}");
+            assert_eq!(find(&doc, &b)["status"], "pending");
+        }
+    }
+    assert!(!doc.to_string().contains("\"unknown\""));
 }
 
 #[test]
@@ -114,4 +135,72 @@ fn completions_for_each_shell() {
             .unwrap(),
     );
     r.assert_ok();
+}
+
+/// A command prefix that runs a program as uid 54321, which the user database does not
+/// know: `setpriv` when the tests run as root, else an unprivileged user namespace
+/// (`unshare --user`). `None` when neither works here.
+fn as_unknown_user() -> Option<Vec<&'static str>> {
+    let ways: [&[&'static str]; 2] = [
+        &[
+            "setpriv",
+            "--reuid=54321",
+            "--regid=54321",
+            "--clear-groups",
+        ],
+        &["unshare", "--user", "--map-user=54321", "--map-group=54321"],
+    ];
+    ways.into_iter().map(<[&str]>::to_vec).find(|way| {
+        // Usable when it ran `id -un` as that user and `id` found no name for it.
+        std::process::Command::new(way[0])
+            .args(&way[1..])
+            .args(["id", "-un"])
+            .output()
+            .is_ok_and(|o| {
+                o.status.code() == Some(1) && String::from_utf8_lossy(&o.stdout).trim() == "54321"
+            })
+    })
+}
+
+#[test]
+fn with_no_name_anywhere_a_decision_asks_for_as_and_records_nothing() {
+    let env = Env::new();
+    let id = env.egress("a.example.com", 443);
+    let Some(prefix) = as_unknown_user() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "running as an unknown user id needs root (setpriv) or user namespaces (unshare)"
+        );
+        eprintln!(
+            "SKIPPED: cannot run as an unknown user id (run as root with setpriv, or enable \
+             user namespaces for unshare; both in util-linux)"
+        );
+        return;
+    };
+    for args in [
+        vec!["approve", id.as_str()],
+        vec!["reject", id.as_str()],
+        vec!["operator", "add", "alice", "--role", "viewer"],
+    ] {
+        let mut c = std::process::Command::new(prefix[0]);
+        c.args(&prefix[1..])
+            .arg(crate::util::BIN)
+            .arg("--db")
+            .arg(&env.db)
+            .args(&args)
+            .env_remove("USER")
+            .env_remove("LOGNAME")
+            .env_remove("SUPERVISE_DB");
+        let r = crate::util::Run::from(c.output().unwrap());
+        r.assert_usage();
+        assert!(r.stderr.contains("give one with --as NAME"), "{r:#?}");
+    }
+    let doc = env.json(&["list", "--json"]);
+    assert_eq!(find(&doc, &id)["status"], "pending");
+    assert!(
+        env.json(&["operator", "list", "--json"])["operators"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
-use supervise_store::{Kind, NewProposal, ProposalLimits, Proposed, Store, StoreOptions};
+use supervise_store::{Actor, Kind, NewProposal, ProposalLimits, Proposed, Store, StoreOptions};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_supervise");
 
@@ -41,7 +41,7 @@ impl Env {
             ))
             .expect("open store");
         let bottle = rt
-            .block_on(store.add_bottle("demo", "10.9.0.2".parse().unwrap(), "setup"))
+            .block_on(store.add_bottle("demo", "10.9.0.2".parse().unwrap(), &Actor::cli("setup")))
             .expect("add bottle");
         Env {
             dir,
@@ -118,6 +118,7 @@ pub fn command(db: &Path) -> Command {
     c.arg("--db")
         .arg(db)
         .env_remove("SUPERVISE_DB")
+        .env_remove("SUPERVISE_CONSOLE_URL")
         .env_remove("NO_COLOR")
         .env("USER", "tester")
         .env("COLUMNS", "160")

@@ -271,14 +271,14 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::time::Instant;
-    use supervise_store::{BottleId, Kind, NewProposal, Store, StoreOptions, Verdict};
+    use supervise_store::{Actor, BottleId, Kind, NewProposal, Store, StoreOptions, Verdict};
 
     async fn store_with_bottle(dir: &std::path::Path) -> (Store, BottleId) {
         let store = Store::open(dir.join("s.db"), StoreOptions::default())
             .await
             .unwrap();
         let b = store
-            .add_bottle("demo", "127.0.0.1".parse().unwrap(), "test")
+            .add_bottle("demo", "127.0.0.1".parse().unwrap(), &Actor::cli("test"))
             .await
             .unwrap();
         (store, b.id)
@@ -343,7 +343,7 @@ mod tests {
         let cli = Store::open(store.path(), StoreOptions::default())
             .await
             .unwrap();
-        cli.decide(&id, Verdict::Reject, "alice", Some("no"), None)
+        cli.decide(&id, Verdict::Reject, &Actor::cli("alice"), Some("no"), None)
             .await
             .unwrap();
 
@@ -360,6 +360,9 @@ mod tests {
         assert_eq!(doc["proposal_id"], id.as_str());
         assert_eq!(doc["note"], "no");
         assert_eq!(doc["kind"], "egress");
+        assert_eq!(doc["via"], "cli");
+        let proposed: serde_json::Value = serde_json::from_str(fields[0][2]).unwrap();
+        assert!(proposed["via"].is_null(), "{proposed}");
         stop.start();
         runner.await.unwrap();
     }
@@ -401,6 +404,7 @@ mod tests {
             at: supervise_store::Timestamp::now(),
             event: supervise_store::EventKind::Proposed,
             actor: "bottle:x".into(),
+            via: None,
             bottle: Some("x".into()),
             bottle_id: Some(BottleId::from_row(bottle)),
             proposal_id: None,

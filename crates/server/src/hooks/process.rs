@@ -23,6 +23,7 @@ fn event_document(ev: &Event) -> serde_json::Value {
         "kind": ev.kind,
         "change": ev.change,
         "note": ev.note,
+        "via": ev.via,
         "seq": ev.seq,
     })
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
-use supervise_store::{Kind, NewProposal, Verdict};
+use supervise_store::{Actor, Kind, NewProposal, Verdict};
 
 use crate::harness::{
     ALPHA, BETA, Server, call, is_error, mcp_from, proposal_id, status, structured, wait_pending,
@@ -150,12 +150,24 @@ async fn hooks_resume_after_a_restart_and_see_what_was_written_while_down() {
             .await
             .unwrap();
         store
-            .decide(&p.proposal().id, Verdict::Reject, "op", Some("no"), None)
+            .decide(
+                &p.proposal().id,
+                Verdict::Reject,
+                &Actor::cli("op"),
+                Some("no"),
+                None,
+            )
             .await
             .unwrap();
         let pending = store.list(None, Default::default()).await.unwrap();
         store
-            .decide(&pending[0].id, Verdict::Approve, "op", None, None)
+            .decide(
+                &pending[0].id,
+                Verdict::Approve,
+                &Actor::cli("op"),
+                None,
+                None,
+            )
             .await
             .unwrap();
         store.close().await;
@@ -202,15 +214,18 @@ async fn a_re_added_bottle_never_sees_the_old_ones_decisions() {
     .await;
     let id = proposal_id(&r);
     store
-        .decide(&id, Verdict::Approve, "op", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
     // Fresh in the attribution cache: the old generation was just served.
     let r = call(&client, "list-proposals", json!({})).await;
     assert_eq!(structured(&r)["proposals"].as_array().unwrap().len(), 1);
-    store.remove_bottle("beta", "op").await.unwrap();
     store
-        .add_bottle("beta2", BETA.parse().unwrap(), "op")
+        .remove_bottle("beta", &Actor::cli("op"))
+        .await
+        .unwrap();
+    store
+        .add_bottle("beta2", BETA.parse().unwrap(), &Actor::cli("op"))
         .await
         .unwrap();
     let r = call(&client, "check-proposal", json!({ "proposal_id": id })).await;
@@ -232,7 +247,10 @@ async fn a_re_added_bottle_never_sees_the_old_ones_decisions() {
     assert_eq!(p.bottle, "beta2");
 
     // Removed with no successor: refused, never served as the removed bottle.
-    store.remove_bottle("beta2", "op").await.unwrap();
+    store
+        .remove_bottle("beta2", &Actor::cli("op"))
+        .await
+        .unwrap();
     let r = call(&client, "list-proposals", json!({})).await;
     assert_eq!(status(&r), "refused", "{r:?}");
 }
@@ -286,7 +304,7 @@ async fn a_waiting_call_is_told_withdrawn() {
     server
         .store()
         .await
-        .remove_bottle("beta", "op")
+        .remove_bottle("beta", &Actor::cli("op"))
         .await
         .unwrap();
     let r = tokio::time::timeout(Duration::from_secs(5), task)

@@ -52,7 +52,7 @@ async fn a_bottle_removed_by_the_cli_stops_being_served_within_seconds() {
     server
         .store()
         .await
-        .remove_bottle("beta", "olivia")
+        .remove_bottle("beta", &supervise_store::Actor::cli("olivia"))
         .await
         .unwrap();
     let start = Instant::now();

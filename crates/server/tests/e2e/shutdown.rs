@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use supervise_store::StatusFilter;
+use supervise_store::{Actor, StatusFilter};
 
 use crate::harness::*;
 
@@ -93,7 +93,7 @@ async fn a_client_that_disconnects_while_waiting_loses_nothing() {
         .decide(
             &ids[0],
             supervise_store::Verdict::Approve,
-            "olivia",
+            &Actor::cli("olivia"),
             None,
             None,
         )

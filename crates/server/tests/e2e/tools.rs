@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::ProtocolVersion;
 use serde_json::json;
-use supervise_store::Verdict;
+use supervise_store::{Actor, Verdict};
 
 use crate::harness::*;
 
@@ -64,7 +64,13 @@ async fn grace_zero_answers_pending_then_check_delivers_the_decision_once() {
     // The operator approves in another process (a second store on the same file).
     let store = server.store().await;
     store
-        .decide(&id, Verdict::Approve, "olivia", Some("ok for today"), None)
+        .decide(
+            &id,
+            Verdict::Approve,
+            &Actor::cli("olivia"),
+            Some("ok for today"),
+            None,
+        )
         .await
         .unwrap();
 
@@ -113,7 +119,7 @@ async fn fast_path_a_decision_while_the_call_waits_comes_back_from_that_call() {
     let id = wait_pending(&store, 1).await.remove(0);
     let decided_at = Instant::now();
     store
-        .decide(&id, Verdict::Approve, "olivia", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("olivia"), None, None)
         .await
         .unwrap();
     let (r, answered_at) = call_task.await.unwrap();
@@ -155,7 +161,13 @@ async fn every_call_waiting_on_the_same_proposal_receives_the_decision() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     store
-        .decide(&id, Verdict::Reject, "olivia", Some("use the mirror"), None)
+        .decide(
+            &id,
+            Verdict::Reject,
+            &Actor::cli("olivia"),
+            Some("use the mirror"),
+            None,
+        )
         .await
         .unwrap();
     for c in calls {
@@ -184,7 +196,7 @@ async fn rejected_and_unknown_are_errors_and_modified_returns_the_operators_chan
         .decide(
             &rejected_id,
             Verdict::Reject,
-            "olivia",
+            &Actor::cli("olivia"),
             Some("not needed for this task"),
             None,
         )
@@ -229,7 +241,7 @@ async fn rejected_and_unknown_are_errors_and_modified_returns_the_operators_chan
         .decide(
             &id,
             Verdict::Modify(patch),
-            "olivia",
+            &Actor::cli("olivia"),
             Some("use the pooler"),
             None,
         )
@@ -271,7 +283,7 @@ async fn a_bottle_sees_only_its_own_proposals() {
     server
         .store()
         .await
-        .decide(&id, Verdict::Approve, "olivia", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("olivia"), None, None)
         .await
         .unwrap();
 
@@ -492,7 +504,7 @@ async fn many_waiters_each_answer_promptly_after_their_decision() {
         let host = p.change["host"].as_str().unwrap().to_owned();
         let decided = Instant::now();
         store
-            .decide(&p.id, Verdict::Approve, "olivia", None, None)
+            .decide(&p.id, Verdict::Approve, &Actor::cli("olivia"), None, None)
             .await
             .unwrap();
         let (r, answered) = calls.remove(&host).unwrap().await.unwrap();

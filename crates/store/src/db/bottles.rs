@@ -7,10 +7,11 @@ use sqlx::sqlite::SqliteConnection;
 use tracing::instrument;
 
 use super::Store;
+use super::decisions::forbidden;
 use super::rows::{self, BOTTLE_COLUMNS, BottleRow};
-use super::trail::{NewEvent, SYSTEM, actor_operator, record};
+use super::trail::{NewEvent, SYSTEM, actor_of, record};
 use crate::error::{StoreError, StoreResult};
-use crate::model::{Bottle, BottleId, EventKind, Kind, Registered, Timestamp};
+use crate::model::{Actor, Bottle, BottleId, EventKind, Kind, Registered, Timestamp, Via};
 
 /// Checks a bottle slug: `[a-z0-9][a-z0-9-]{0,62}`.
 fn validate_slug(slug: &str) -> StoreResult<()> {
@@ -33,10 +34,14 @@ fn validate_slug(slug: &str) -> StoreResult<()> {
 }
 
 impl Store {
-    /// Adds a bottle. Refused when the slug or the address is already live.
-    #[instrument(skip(self), err)]
-    pub async fn add_bottle(&self, slug: &str, ip: IpAddr, operator: &str) -> StoreResult<Bottle> {
+    /// Adds a bottle. Refused when the slug or the address is already live, and
+    /// ([`StoreError::Forbidden`]) unless `by` is an admin whose scope covers the slug.
+    #[instrument(skip(self, by), fields(operator = %by.name, via = %by.via), err)]
+    pub async fn add_bottle(&self, slug: &str, ip: IpAddr, by: &Actor) -> StoreResult<Bottle> {
         validate_slug(slug)?;
+        if !by.is_admin() || !by.sees(slug) {
+            return Err(forbidden(by, "add bottles"));
+        }
         let mut w = self.write().await?;
         let now = Timestamp::now();
         if live_bottle_by_slug(w.conn(), slug).await?.is_some() {
@@ -48,7 +53,8 @@ impl Store {
                 slug: other.slug,
             });
         }
-        let bottle = insert_bottle(w.conn(), slug, ip, &now, &actor_operator(operator)).await?;
+        let actor = actor_of(by);
+        let bottle = insert_bottle(w.conn(), slug, ip, &now, &actor, Some(by.via)).await?;
         w.commit().await?;
         tracing::info!(bottle = slug, %ip, "bottle added");
         Ok(bottle)
@@ -96,7 +102,7 @@ impl Store {
                 (b, Registered::Updated)
             }
             None => (
-                insert_bottle(w.conn(), slug, ip, &now, SYSTEM).await?,
+                insert_bottle(w.conn(), slug, ip, &now, SYSTEM, None).await?,
                 Registered::Added,
             ),
         };
@@ -105,14 +111,21 @@ impl Store {
     }
 
     /// Removes a bottle: withdraws its undecided proposals and ends its grants. The slug and
-    /// address are free again; a bottle added later under either is a new bottle.
-    #[instrument(skip(self), err)]
-    pub async fn remove_bottle(&self, slug: &str, operator: &str) -> StoreResult<Bottle> {
+    /// address are free again; a bottle added later under either is a new bottle. `by` must
+    /// be an admin ([`StoreError::Forbidden`]) that sees the bottle (otherwise
+    /// [`StoreError::BottleNotFound`]).
+    #[instrument(skip(self, by), fields(operator = %by.name, via = %by.via), err)]
+    pub async fn remove_bottle(&self, slug: &str, by: &Actor) -> StoreResult<Bottle> {
+        if !by.is_admin() {
+            return Err(forbidden(by, "remove bottles"));
+        }
         let mut w = self.write().await?;
         let now = Timestamp::now();
-        let actor = actor_operator(operator);
+        let actor = actor_of(by);
+        let via = Some(by.via);
         let bottle = live_bottle_by_slug(w.conn(), slug)
             .await?
+            .filter(|b| by.sees(&b.slug))
             .ok_or_else(|| StoreError::BottleNotFound(slug.into()))?;
         sqlx::query("UPDATE bottles SET removed_at = ? WHERE id = ?")
             .bind(now.as_str())
@@ -138,6 +151,7 @@ impl Store {
                     kind: Some(kind),
                     change: Some(change),
                     note: Some("bottle removed"),
+                    via,
                     ..NewEvent::new(EventKind::Withdrawn, &actor)
                 },
             )
@@ -164,6 +178,7 @@ impl Store {
                     kind: Some(kind),
                     change: Some(change),
                     note: Some("bottle removed"),
+                    via,
                     ..NewEvent::new(EventKind::GrantRevoked, &actor)
                 },
             )
@@ -176,6 +191,7 @@ impl Store {
             NewEvent {
                 bottle_id: Some(bottle.id),
                 note: Some(&note),
+                via,
                 ..NewEvent::new(EventKind::BottleRemoved, &actor)
             },
         )
@@ -286,6 +302,7 @@ async fn insert_bottle(
     ip: IpAddr,
     now: &Timestamp,
     actor: &str,
+    via: Option<Via>,
 ) -> StoreResult<Bottle> {
     let ip = canonical_ip(ip);
     let id: i64 = sqlx::query_scalar(
@@ -304,6 +321,7 @@ async fn insert_bottle(
         NewEvent {
             bottle_id: Some(id),
             note: Some(&note),
+            via,
             ..NewEvent::new(EventKind::BottleAdded, actor)
         },
     )

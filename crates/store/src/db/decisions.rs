@@ -11,33 +11,42 @@ use super::Store;
 use super::bottles::live_generation;
 use super::proposals::{expire_in, load_proposal, open_proposal_of, resolve_id};
 use super::rows::{self, PROPOSAL_COLUMNS, ProposalRow};
-use super::trail::{NewEvent, SYSTEM, actor_bottle, actor_operator, record, record_delivered};
+use super::trail::{NewEvent, SYSTEM, actor_bottle, actor_of, record, record_delivered};
 use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    BottleId, Delivery, EventKind, GrantId, Kind, Proposal, Status, Swept, Timestamp, Verdict,
+    Actor, BottleId, Delivery, EventKind, GrantId, Kind, Proposal, Status, Swept, Timestamp,
+    Verdict,
 };
 
 impl Store {
     /// Decides a pending proposal (id or unique id prefix). Approve and modify also record a
     /// grant, lasting `grant_for` or until revoked. Anything but a pending proposal is
-    /// refused and nothing changes.
-    #[instrument(skip(self, verdict), fields(verdict = verdict_name(&verdict)), err)]
+    /// refused and nothing changes. `by` must be an approver or admin
+    /// ([`StoreError::Forbidden`]) and see the proposal's bottle (otherwise the proposal
+    /// is [`StoreError::ProposalNotFound`], as if it did not exist), checked in the same
+    /// transaction as the decision.
+    #[instrument(skip(self, verdict, by), fields(verdict = verdict_name(&verdict), operator = %by.name, via = %by.via), err)]
     pub async fn decide(
         &self,
         id: &str,
         verdict: Verdict,
-        operator: &str,
+        by: &Actor,
         note: Option<&str>,
         grant_for: Option<Duration>,
     ) -> StoreResult<Proposal> {
         let note = note.map(str::trim).filter(|n| !n.is_empty());
+        if !by.may_decide() {
+            return Err(forbidden(by, "decide proposals"));
+        }
         let mut w = self.write().await?;
         let now = Timestamp::now();
-        let id = resolve_id(w.conn(), id).await?;
+        let given = id;
+        let id = resolve_id_for(w.conn(), id, by).await?;
         let p = load_proposal(w.conn(), &id, &now)
             .await?
-            .ok_or_else(|| StoreError::ProposalNotFound(id.clone()))?;
+            .filter(|p| by.sees(&p.bottle))
+            .ok_or_else(|| StoreError::ProposalNotFound(given.to_string()))?;
         if p.status != Status::Pending {
             return Err(not_pending(id, &p));
         }
@@ -58,14 +67,16 @@ impl Store {
             Verdict::Reject => (Status::Rejected, EventKind::Rejected, None),
         };
         let granted_text = granted.as_ref().map(Value::to_string);
-        let actor = actor_operator(operator);
+        let actor = actor_of(by);
+        let operator = by.name.as_str();
         let updated = sqlx::query(
-            "UPDATE proposals SET status = ?, decided_at = ?, decided_by = ?, decision_note = ?, \
-             decision_change = ? WHERE id = ? AND status = 'pending'",
+            "UPDATE proposals SET status = ?, decided_at = ?, decided_by = ?, decided_via = ?, \
+             decision_note = ?, decision_change = ? WHERE id = ? AND status = 'pending'",
         )
         .bind(status.as_str())
         .bind(now.as_str())
         .bind(operator)
+        .bind(by.via.as_str())
         .bind(note)
         .bind(granted_text.as_deref())
         .bind(&id)
@@ -88,6 +99,7 @@ impl Store {
                 kind: Some(p.kind),
                 change: granted_text.as_deref(),
                 note,
+                via: Some(by.via),
                 ..NewEvent::new(event, &actor)
             },
         )
@@ -96,7 +108,7 @@ impl Store {
             .await?
             .ok_or_else(|| StoreError::ProposalNotFound(id.clone()))?;
         w.commit().await?;
-        tracing::info!(bottle = %decided.bottle, proposal = %id, status = %status, operator, "proposal decided");
+        tracing::info!(bottle = %decided.bottle, proposal = %id, status = %status, operator, via = %by.via, "proposal decided");
         Ok(decided)
     }
 
@@ -289,6 +301,45 @@ pub(super) async fn withdraw_in(
     p.status = Status::Withdrawn;
     p.archived_at = Some(now.clone());
     Ok(p)
+}
+
+/// [`resolve_id`] among the proposals `by` sees: for an actor limited to some bottles, a
+/// prefix is matched only against their proposals, so neither "ambiguous" nor the full id
+/// says anything about another bottle's.
+async fn resolve_id_for(conn: &mut SqliteConnection, id: &str, by: &Actor) -> StoreResult<String> {
+    if by.bottles.is_empty() {
+        return resolve_id(conn, id).await;
+    }
+    let given = id.trim().to_ascii_lowercase();
+    if given.is_empty() {
+        return Err(StoreError::ProposalNotFound(given));
+    }
+    let hits: Vec<(String, String)> = sqlx::query_as(
+        "SELECT p.id, b.slug FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
+         WHERE p.id >= ?1 AND p.id < ?1 || '~'",
+    )
+    .bind(&given)
+    .fetch_all(&mut *conn)
+    .await?;
+    let seen: Vec<String> = hits
+        .into_iter()
+        .filter(|(_, slug)| by.sees(slug))
+        .map(|(id, _)| id)
+        .collect();
+    match seen.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(StoreError::ProposalNotFound(given)),
+        _ if seen.contains(&given) => Ok(given),
+        _ => Err(StoreError::AmbiguousId(given)),
+    }
+}
+
+/// Refuses an action `by`'s role does not include.
+pub(super) fn forbidden(by: &Actor, action: &'static str) -> StoreError {
+    StoreError::Forbidden {
+        operator: by.name.clone(),
+        action,
+    }
 }
 
 fn not_pending(id: String, p: &Proposal) -> StoreError {

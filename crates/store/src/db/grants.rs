@@ -4,12 +4,13 @@ use tracing::instrument;
 
 use super::Store;
 use super::bottles::live_bottle_by_slug;
+use super::decisions::forbidden;
 use super::rows::{
     self, BOTTLE_COLUMNS, BottleRow, GRANT_COLUMNS, GRANT_COLUMNS_WITH_USE, GrantRow,
 };
-use super::trail::{NewEvent, actor_operator, record};
+use super::trail::{NewEvent, actor_of, record};
 use crate::error::{StoreError, StoreResult};
-use crate::model::{Bottle, BottleId, EndReason, EventKind, Grant, Timestamp};
+use crate::model::{Actor, Bottle, BottleId, EndReason, EventKind, Grant, Timestamp};
 
 impl Store {
     /// The grants in force for a live bottle, oldest first, each with its last recorded use.
@@ -69,9 +70,13 @@ impl Store {
             .collect())
     }
 
-    /// Ends a grant now.
-    #[instrument(skip(self), err)]
-    pub async fn revoke(&self, grant_id: &str, operator: &str) -> StoreResult<Grant> {
+    /// Ends a grant now. `by` must be an approver or admin ([`StoreError::Forbidden`]) and
+    /// see the grant's bottle (otherwise [`StoreError::GrantNotFound`]).
+    #[instrument(skip(self, by), fields(operator = %by.name, via = %by.via), err)]
+    pub async fn revoke(&self, grant_id: &str, by: &Actor) -> StoreResult<Grant> {
+        if !by.may_decide() {
+            return Err(forbidden(by, "revoke grants"));
+        }
         let mut w = self.write().await?;
         let now = Timestamp::now();
         let g: Option<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -83,6 +88,7 @@ impl Store {
         let mut grant = g
             .map(Grant::try_from)
             .transpose()?
+            .filter(|g| by.sees(&g.bottle))
             .ok_or_else(|| StoreError::GrantNotFound(grant_id.into()))?;
         if let (Some(at), Some(reason)) = (&grant.ended_at, grant.end_reason) {
             return Err(StoreError::GrantEnded {
@@ -98,7 +104,7 @@ impl Store {
                 at: exp.clone(),
             });
         }
-        let actor = actor_operator(operator);
+        let actor = actor_of(by);
         let bottle_id: i64 = sqlx::query_scalar(
             "UPDATE grants SET ended_at = ?, end_reason = 'revoked', ended_by = ? WHERE id = ? \
              RETURNING bottle_id",
@@ -118,6 +124,7 @@ impl Store {
                 grant_id: Some(grant_id),
                 kind: Some(grant.kind),
                 change: Some(&change),
+                via: Some(by.via),
                 ..NewEvent::new(EventKind::GrantRevoked, &actor)
             },
         )
@@ -125,7 +132,7 @@ impl Store {
         w.commit().await?;
         grant.ended_at = Some(now);
         grant.end_reason = Some(EndReason::Revoked);
-        tracing::info!(bottle = %grant.bottle, grant = grant_id, operator, "grant revoked");
+        tracing::info!(bottle = %grant.bottle, grant = grant_id, operator = %by.name, via = %by.via, "grant revoked");
         Ok(grant)
     }
 }

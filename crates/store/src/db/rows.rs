@@ -9,18 +9,19 @@ use sqlx::FromRow;
 use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    Bottle, BottleId, Decision, EndReason, Event, EventKind, Flag, Grant, GrantId, Kind, Proposal,
-    ProposalId, Status, Task, Timestamp, UnknownName,
+    Bottle, BottleId, Decision, EndReason, Event, EventKind, Flag, Grant, GrantId, Kind, Operator,
+    Proposal, ProposalId, Status, Task, Timestamp, UnknownName,
 };
 
 pub(super) const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.slug, p.kind, p.change, \
     p.justification, p.status, p.flags, p.hits, p.created_at, p.expires_at, p.decided_at, \
-    p.decided_by, p.decision_note, p.decision_change, p.archived_at, g.id AS grant_id, \
+    p.decided_by, p.decided_via, p.decision_note, p.decision_change, p.archived_at, \
+    g.id AS grant_id, \
     g.expires_at AS grant_expires_at \
     FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
     LEFT JOIN grants g ON g.proposal_id = p.id";
 
-pub(super) const EVENT_COLUMNS: &str = "SELECT e.seq, e.at, e.event, e.actor, b.slug, \
+pub(super) const EVENT_COLUMNS: &str = "SELECT e.seq, e.at, e.event, e.actor, e.via, b.slug, \
     e.bottle_id, e.proposal_id, e.grant_id, e.kind, e.change, e.note \
     FROM events e LEFT JOIN bottles b ON b.id = e.bottle_id";
 
@@ -58,6 +59,14 @@ impl Cells<'_> {
             .map_err(|e: UnknownName| self.corrupt(format!("{column}: {e}")))
     }
 
+    fn opt_parse<T: FromStr<Err = UnknownName>>(
+        &self,
+        column: &str,
+        text: Option<String>,
+    ) -> StoreResult<Option<T>> {
+        text.map(|t| self.parse(column, &t)).transpose()
+    }
+
     fn time(&self, column: &str, text: String) -> StoreResult<Timestamp> {
         self.parse(column, &text)
     }
@@ -90,6 +99,7 @@ pub(super) struct ProposalRow {
     expires_at: Option<String>,
     decided_at: Option<String>,
     decided_by: Option<String>,
+    decided_via: Option<String>,
     decision_note: Option<String>,
     decision_change: Option<String>,
     archived_at: Option<String>,
@@ -141,6 +151,7 @@ impl TryFrom<ProposalRow> for Proposal {
                 change: decision_change,
                 note: r.decision_note,
                 decided_by,
+                via: c.opt_parse("decided_via", r.decided_via)?,
                 decided_at: c.time("decided_at", decided_at)?,
                 grant_id: r.grant_id.map(GrantId::from_row),
                 grant_expires_at: c.opt_time("grant_expires_at", r.grant_expires_at)?,
@@ -174,6 +185,7 @@ pub(super) struct EventRow {
     at: String,
     event: String,
     actor: String,
+    via: Option<String>,
     slug: Option<String>,
     bottle_id: Option<i64>,
     proposal_id: Option<String>,
@@ -197,6 +209,7 @@ impl TryFrom<EventRow> for Event {
             at: c.time("at", r.at)?,
             event: c.parse::<EventKind>("event", &r.event)?,
             actor: r.actor,
+            via: c.opt_parse("via", r.via)?,
             bottle: r.slug,
             bottle_id: r.bottle_id.map(BottleId::from_row),
             proposal_id: r.proposal_id.map(ProposalId::from_row),
@@ -310,12 +323,68 @@ impl TryFrom<BottleRow> for Bottle {
     }
 }
 
+/// An operator with its last use (of a session or the token) and whether a token is live.
+pub(super) const OPERATOR_COLUMNS: &str = "SELECT o.id, o.name, o.role, o.bottles, \
+    o.created_at, o.created_by, \
+    (SELECT MAX(t) FROM (SELECT MAX(s.last_seen_at) AS t FROM sessions s \
+                         WHERE s.operator_id = o.id \
+                         UNION ALL SELECT MAX(k.last_used_at) FROM api_tokens k \
+                         WHERE k.operator_id = o.id)) AS last_seen_at, \
+    EXISTS (SELECT 1 FROM api_tokens k WHERE k.operator_id = o.id AND k.ended_at IS NULL) \
+      AS has_token \
+    FROM operators o";
+
+#[derive(FromRow)]
+pub(super) struct OperatorRow {
+    pub(super) id: i64,
+    name: String,
+    role: String,
+    bottles: String,
+    created_at: String,
+    created_by: String,
+    last_seen_at: Option<String>,
+    has_token: bool,
+}
+
+impl TryFrom<OperatorRow> for Operator {
+    type Error = StoreError;
+
+    fn try_from(r: OperatorRow) -> StoreResult<Operator> {
+        let id = r.id.to_string();
+        let c = Cells {
+            table: "operators",
+            id: &id,
+        };
+        let bottles: Vec<String> = serde_json::from_str(&r.bottles)
+            .map_err(|e| c.corrupt(format!("bottles is not a JSON list of globs: {e}")))?;
+        Ok(Operator {
+            role: c.parse("role", &r.role)?,
+            created_at: c.time("created_at", r.created_at)?,
+            last_seen_at: c.opt_time("last_seen_at", r.last_seen_at)?,
+            name: r.name,
+            bottles,
+            created_by: r.created_by,
+            has_token: r.has_token,
+        })
+    }
+}
+
 /// Converts every row, failing on the first corrupt one.
 pub(super) fn all<R, T>(rows: Vec<R>) -> StoreResult<Vec<T>>
 where
     T: TryFrom<R, Error = StoreError>,
 {
     rows.into_iter().map(T::try_from).collect()
+}
+
+/// Parses one stored time read outside a row type.
+pub(super) fn stored_time(
+    table: &'static str,
+    id: &str,
+    column: &str,
+    text: String,
+) -> StoreResult<Timestamp> {
+    Cells { table, id }.time(column, text)
 }
 
 /// Parses one vocabulary cell read outside a row type (a `RETURNING` list).

@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use sqlx::sqlite::SqliteConnection;
 
-use crate::model::{BottleId, EventKind, Kind, Proposal, Timestamp};
+use crate::model::{Actor, BottleId, EventKind, Kind, Proposal, Timestamp, Via};
 
 /// One audit event to append.
 pub(super) struct NewEvent<'a> {
     pub event: EventKind,
     pub actor: &'a str,
+    /// Through what an operator acted (`None` for a bottle or the system).
+    pub via: Option<Via>,
     pub bottle_id: Option<BottleId>,
     pub proposal_id: Option<&'a str>,
     pub grant_id: Option<&'a str>,
@@ -25,6 +27,7 @@ impl<'a> NewEvent<'a> {
         NewEvent {
             event,
             actor,
+            via: None,
             bottle_id: None,
             proposal_id: None,
             grant_id: None,
@@ -42,12 +45,13 @@ pub(super) async fn record(
     ev: NewEvent<'_>,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO events (at, event, actor, bottle_id, proposal_id, grant_id, kind, change, note) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO events (at, event, actor, via, bottle_id, proposal_id, grant_id, kind, \
+         change, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(at.as_str())
     .bind(ev.event.as_str())
     .bind(ev.actor)
+    .bind(ev.via.map(Via::as_str))
     .bind(ev.bottle_id.map(BottleId::get))
     .bind(ev.proposal_id)
     .bind(ev.grant_id)
@@ -147,4 +151,9 @@ pub(super) fn actor_bottle(slug: &str) -> String {
 
 pub(super) fn actor_operator(name: &str) -> String {
     format!("operator:{name}")
+}
+
+/// The event actor of an operator-facing write: `operator:NAME`.
+pub(super) fn actor_of(by: &Actor) -> String {
+    actor_operator(&by.name)
 }

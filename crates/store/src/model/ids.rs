@@ -93,6 +93,16 @@ impl Timestamp {
         Timestamp::from_time(OffsetDateTime::now_utc() - d)
     }
 
+    /// `d` after this time.
+    pub fn plus(&self, d: Duration) -> Timestamp {
+        Timestamp::from_time(self.to_time() + d)
+    }
+
+    /// `d` before this time.
+    pub fn minus(&self, d: Duration) -> Timestamp {
+        Timestamp::from_time(self.to_time() - d)
+    }
+
     fn from_time(t: OffsetDateTime) -> Timestamp {
         Timestamp(t.format(FORMAT).expect("UTC time always formats"))
     }

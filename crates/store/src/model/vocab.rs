@@ -9,7 +9,8 @@ use std::str::FromStr;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{name:?} is not a known {what}")]
 pub struct UnknownName {
-    /// Which vocabulary: `kind`, `status`, `event`, `flag`, `end reason`, `time`.
+    /// Which vocabulary: `kind`, `status`, `event`, `flag`, `end reason`, `role`, `via`,
+    /// `time`.
     pub what: &'static str,
     pub name: String,
 }
@@ -72,6 +73,8 @@ macro_rules! vocabulary {
         }
     };
 }
+
+pub(super) use vocabulary;
 
 vocabulary! {
     /// The kinds of policy change an agent can propose.
@@ -136,6 +139,12 @@ vocabulary! {
         /// A grant let a connection through the egress proxy (first use, then at most
         /// once a minute per grant).
         GrantUsed = "grant-used",
+        /// An admin added a console operator.
+        OperatorAdded = "operator-added",
+        /// An admin removed a console operator; their sessions, token and links ended.
+        OperatorRemoved = "operator-removed",
+        /// An operator spent a sign-in link and began a console session.
+        SignedIn = "signed-in",
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::common::*;
 use serde_json::{Value, json};
-use supervise_store::{BottleId, Kind, NewProposal, StoreError, Verdict};
+use supervise_store::{Actor, BottleId, Kind, NewProposal, StoreError, Verdict};
 
 fn invalid_field(r: Result<impl std::fmt::Debug, StoreError>) -> String {
     match r {
@@ -150,19 +150,27 @@ async fn bad_decisions_and_registry_calls_write_nothing() {
 
     assert!(matches!(
         store
-            .decide("0000-nope", Verdict::Approve, "op", None, None)
+            .decide("0000-nope", Verdict::Approve, &Actor::cli("op"), None, None)
             .await,
         Err(StoreError::ProposalNotFound(_))
     ));
     assert!(matches!(
-        store.decide("", Verdict::Approve, "op", None, None).await,
+        store
+            .decide("", Verdict::Approve, &Actor::cli("op"), None, None)
+            .await,
         Err(StoreError::ProposalNotFound(_))
     ));
     let patch = |v: Value| Verdict::Modify(v.as_object().unwrap().clone());
     assert_eq!(
         invalid_field(
             store
-                .decide(&id, patch(json!({"host": "*"})), "op", None, None)
+                .decide(
+                    &id,
+                    patch(json!({"host": "*"})),
+                    &Actor::cli("op"),
+                    None,
+                    None
+                )
                 .await
         ),
         "host"
@@ -170,7 +178,13 @@ async fn bad_decisions_and_registry_calls_write_nothing() {
     assert_eq!(
         invalid_field(
             store
-                .decide(&id, patch(json!({"remote": "x"})), "op", None, None)
+                .decide(
+                    &id,
+                    patch(json!({"remote": "x"})),
+                    &Actor::cli("op"),
+                    None,
+                    None
+                )
                 .await
         ),
         "remote"
@@ -179,7 +193,7 @@ async fn bad_decisions_and_registry_calls_write_nothing() {
         assert_eq!(
             invalid_field(
                 store
-                    .add_bottle(slug, "127.0.0.9".parse().unwrap(), "op")
+                    .add_bottle(slug, "127.0.0.9".parse().unwrap(), &Actor::cli("op"))
                     .await
             ),
             "slug"
@@ -187,18 +201,18 @@ async fn bad_decisions_and_registry_calls_write_nothing() {
     }
     assert!(matches!(
         store
-            .add_bottle("demo", "127.0.0.9".parse().unwrap(), "op")
+            .add_bottle("demo", "127.0.0.9".parse().unwrap(), &Actor::cli("op"))
             .await,
         Err(StoreError::BottleExists(_))
     ));
     assert!(matches!(
         store
-            .add_bottle("other", "127.0.0.1".parse().unwrap(), "op")
+            .add_bottle("other", "127.0.0.1".parse().unwrap(), &Actor::cli("op"))
             .await,
         Err(StoreError::IpTaken { .. })
     ));
     assert!(matches!(
-        store.remove_bottle("nope", "op").await,
+        store.remove_bottle("nope", &Actor::cli("op")).await,
         Err(StoreError::BottleNotFound(_))
     ));
     assert!(matches!(
@@ -206,7 +220,7 @@ async fn bad_decisions_and_registry_calls_write_nothing() {
         Err(StoreError::ProposalNotFound(_))
     ));
     assert!(matches!(
-        store.revoke("nope", "op").await,
+        store.revoke("nope", &Actor::cli("op")).await,
         Err(StoreError::GrantNotFound(_))
     ));
     assert!(matches!(

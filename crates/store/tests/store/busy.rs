@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use sqlx::Connection;
-use supervise_store::{ProposalLimits, Store, StoreError, StoreOptions, Verdict};
+use supervise_store::{Actor, ProposalLimits, Store, StoreError, StoreOptions, Verdict};
 
 #[tokio::test]
 async fn busy_database_is_retryable_and_recovers() {
@@ -46,7 +46,9 @@ async fn busy_database_is_retryable_and_recovers() {
         "bounded by the busy timeout"
     );
     assert!(matches!(
-        store.decide(&id, Verdict::Approve, "op", None, None).await,
+        store
+            .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
+            .await,
         Err(StoreError::Busy)
     ));
     // Reads still work under a writer (WAL).
@@ -60,7 +62,7 @@ async fn busy_database_is_retryable_and_recovers() {
     assert_eq!(counts(&db.path).await, before, "nothing half-written");
     created(&store, egress(&b, "b.example")).await;
     store
-        .decide(&id, Verdict::Approve, "op", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
 }

@@ -4,7 +4,9 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use supervise_store::{Bottle, Kind, NewProposal, ProposalLimits, Proposed, Store, StoreOptions};
+use supervise_store::{
+    Actor, Bottle, Kind, NewProposal, ProposalLimits, Proposed, Store, StoreOptions,
+};
 
 pub struct TestDb {
     pub dir: tempfile::TempDir,
@@ -41,7 +43,7 @@ pub async fn open_with(path: &Path, limits: ProposalLimits) -> Store {
 
 pub async fn bottle(store: &Store, slug: &str, ip: &str) -> Bottle {
     store
-        .add_bottle(slug, ip.parse::<IpAddr>().unwrap(), "test")
+        .add_bottle(slug, ip.parse::<IpAddr>().unwrap(), &Actor::cli("test"))
         .await
         .expect("add bottle")
 }

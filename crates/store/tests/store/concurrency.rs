@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::common::*;
 use serde_json::json;
 use supervise_store::{
-    BottleId, Delivery, EventKind, ProposalLimits, Status, Store, StoreError, Verdict,
+    Actor, BottleId, Delivery, EventKind, ProposalLimits, Status, Store, StoreError, Verdict,
 };
 
 /// Two independent stores (pools, writer slots) on the same file.
@@ -52,7 +52,7 @@ async fn sixty_four_polls_deliver_once() {
     let (server, cli) = two_pools(&db).await;
     let b = bottle(&server, "demo", "127.0.0.1").await;
     let id = created(&server, egress(&b, "a.example")).await;
-    cli.decide(&id, Verdict::Approve, "op", None, None)
+    cli.decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
     let (decided, unknown, pending) = poll_all(&server, &cli, b.id, &id, 64).await;
@@ -109,7 +109,9 @@ async fn many_proposals_polled_while_decided() {
         } else {
             Verdict::Approve
         };
-        cli.decide(id, verdict, "op", None, None).await.unwrap();
+        cli.decide(id, verdict, &Actor::cli("op"), None, None)
+            .await
+            .unwrap();
     }
     for p in pollers {
         p.await.unwrap();
@@ -133,12 +135,12 @@ async fn approve_racing_reject_one_wins() {
         let id = created(&server, egress(&b, &format!("r{round}.example"))).await;
         let (s1, s2) = (server.clone(), cli.clone());
         let (i1, i2) = (id.clone(), id.clone());
-        let approve =
-            tokio::spawn(
-                async move { s1.decide(&i1, Verdict::Approve, "alice", None, None).await },
-            );
+        let approve = tokio::spawn(async move {
+            s1.decide(&i1, Verdict::Approve, &Actor::cli("alice"), None, None)
+                .await
+        });
         let reject = tokio::spawn(async move {
-            s2.decide(&i2, Verdict::Reject, "bob", Some("no"), None)
+            s2.decide(&i2, Verdict::Reject, &Actor::cli("bob"), Some("no"), None)
                 .await
         });
         let (a, r) = (approve.await.unwrap(), reject.await.unwrap());
@@ -212,7 +214,7 @@ async fn batch_delivery_races_single_polls_and_delivers_once() {
     for i in 0..30 {
         let id = created(&server, egress(&b, &format!("batch{i}.example"))).await;
         if i % 3 != 0 {
-            cli.decide(&id, Verdict::Approve, "op", None, None)
+            cli.decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
                 .await
                 .unwrap();
         }

@@ -3,7 +3,7 @@
 
 use crate::common::*;
 use sqlx::Connection;
-use supervise_store::{StatusFilter, Store, StoreError};
+use supervise_store::{Actor, StatusFilter, Store, StoreError};
 
 async fn raw_sql(db: &TestDb, sql: &str) {
     let mut conn =
@@ -127,7 +127,13 @@ async fn bad_bottle_address_is_not_read_as_unspecified() {
 async fn bad_event_and_grant_rows_are_named() {
     let (db, store, id) = one_proposal().await;
     let p = store
-        .decide(&id, supervise_store::Verdict::Approve, "olivia", None, None)
+        .decide(
+            &id,
+            supervise_store::Verdict::Approve,
+            &Actor::cli("olivia"),
+            None,
+            None,
+        )
         .await
         .unwrap();
     let grant = p.decision.unwrap().grant_id.unwrap();
@@ -139,7 +145,7 @@ async fn bad_event_and_grant_rows_are_named() {
     )
     .await;
     assert_corrupt(
-        store.revoke(&grant, "bob").await,
+        store.revoke(&grant, &Actor::cli("bob")).await,
         "grants",
         &grant,
         "end_reason",

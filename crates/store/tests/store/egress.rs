@@ -7,7 +7,8 @@ use std::time::Duration;
 use crate::common::*;
 use serde_json::json;
 use supervise_store::{
-    BottleRef, DenyReason, EgressDecision, EventKind, Flag, NewProposal, Proposed, Store, Verdict,
+    Actor, BottleRef, DenyReason, EgressDecision, EventKind, Flag, NewProposal, Proposed, Store,
+    Verdict,
 };
 
 async fn grant(
@@ -26,7 +27,7 @@ async fn grant(
     )
     .await;
     let p = store
-        .decide(&id, Verdict::Approve, "op", None, d)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, d)
         .await
         .unwrap();
     p.decision.unwrap().grant_id.unwrap().to_string()
@@ -119,7 +120,7 @@ async fn ended_grants_never_count() {
     let a = bottle(&store, "a", "127.0.0.2").await;
     let g = grant(&store, &a, "pypi.org", 443, None).await;
     assert!(ask(&store, "a", "pypi.org", 443).await.is_allowed());
-    store.revoke(&g, "op").await.unwrap();
+    store.revoke(&g, &Actor::cli("op")).await.unwrap();
     assert_eq!(
         reason(&ask(&store, "a", "pypi.org", 443).await),
         DenyReason::NoGrant
@@ -142,7 +143,7 @@ async fn ended_grants_never_count() {
     );
 
     grant(&store, &a, "kept.test", 443, None).await;
-    store.remove_bottle("a", "op").await.unwrap();
+    store.remove_bottle("a", &Actor::cli("op")).await.unwrap();
     assert_eq!(
         reason(&ask(&store, "a", "kept.test", 443).await),
         DenyReason::UnknownBottle

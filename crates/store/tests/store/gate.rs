@@ -3,7 +3,7 @@
 //! approval leaves the policy.
 
 use serde_json::{Value, json};
-use supervise_store::{GateRef, RefUpdate, Store, Verdict};
+use supervise_store::{Actor, GateRef, RefUpdate, Store, Verdict};
 
 use crate::common::*;
 
@@ -40,7 +40,7 @@ async fn a_push_is_all_or_nothing_and_an_approval_is_used_once() {
     assert!(!first.accepted);
     let id = filed_id(&first.refs[0]);
     store
-        .decide(&id, Verdict::Approve, "op", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
     assert_eq!(store.grants_in_force("demo").await.unwrap().len(), 1);
@@ -86,11 +86,14 @@ async fn a_revoked_approval_covers_nothing() {
     bottle(&store, "demo", "127.0.0.1").await;
     let id = filed_id(&push(&store, vec![update("refs/heads/a", 'a')]).await.refs[0]);
     let p = store
-        .decide(&id, Verdict::Approve, "op", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
     let grant = p.decision.unwrap().grant_id.unwrap();
-    store.revoke(grant.as_str(), "op").await.unwrap();
+    store
+        .revoke(grant.as_str(), &Actor::cli("op"))
+        .await
+        .unwrap();
     assert!(
         !push(&store, vec![update("refs/heads/a", 'a')])
             .await
@@ -107,7 +110,7 @@ async fn a_standing_grant_covers_its_namespace_for_fast_forwards_only() {
     standing.change = json!({"remote": "origin", "ref": "agent/*"});
     let id = created(&store, standing).await;
     store
-        .decide(&id, Verdict::Approve, "op", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
     let ok = push(&store, vec![update("refs/heads/agent/x", 'a')]).await;

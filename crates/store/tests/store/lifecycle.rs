@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::common::*;
 use serde_json::json;
 use supervise_store::{
-    Delivery, EndReason, EventKind, Flag, ProposalLimits, Proposed, Status, StatusFilter,
+    Actor, Delivery, EndReason, EventKind, Flag, ProposalLimits, Proposed, Status, StatusFilter,
     StoreError, Verdict,
 };
 
@@ -43,7 +43,7 @@ async fn propose_repeat_approve_deliver_once() {
         .decide(
             &p.id,
             Verdict::Approve,
-            "alice",
+            &Actor::cli("alice"),
             Some("ok for the build"),
             None,
         )
@@ -81,7 +81,7 @@ async fn propose_repeat_approve_deliver_once() {
     // Deciding again is refused and names who decided.
     let before = counts(&db.path).await;
     match store
-        .decide(&p.id, Verdict::Reject, "bob", None, None)
+        .decide(&p.id, Verdict::Reject, &Actor::cli("bob"), None, None)
         .await
     {
         Err(StoreError::NotPending {
@@ -105,7 +105,7 @@ async fn modify_merges_validates_and_flags_widening() {
     let before = counts(&db.path).await;
     let bad = json!({"port": 70000}).as_object().unwrap().clone();
     match store
-        .decide(&id, Verdict::Modify(bad), "alice", None, None)
+        .decide(&id, Verdict::Modify(bad), &Actor::cli("alice"), None, None)
         .await
     {
         Err(StoreError::Invalid { field, .. }) => assert_eq!(field, "port"),
@@ -125,7 +125,7 @@ async fn modify_merges_validates_and_flags_widening() {
         .decide(
             &id,
             Verdict::Modify(patch),
-            "alice",
+            &Actor::cli("alice"),
             None,
             Some(Duration::from_secs(3600)),
         )
@@ -155,7 +155,7 @@ async fn reject_then_cooldown_answers_at_once() {
         .decide(
             &id,
             Verdict::Reject,
-            "alice",
+            &Actor::cli("alice"),
             Some("not for this task"),
             None,
         )
@@ -203,7 +203,7 @@ async fn bottles_are_isolated() {
     let b = bottle(&store, "beta", "127.0.0.3").await;
     let id = created(&store, egress(&a, "a.example")).await;
     store
-        .decide(&id, Verdict::Approve, "op", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
 
@@ -245,7 +245,9 @@ async fn withdraw_archives_and_refuses_decided() {
         Delivery::Unknown
     );
     assert!(matches!(
-        store.decide(&id, Verdict::Approve, "op", None, None).await,
+        store
+            .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
+            .await,
         Err(StoreError::NotPending {
             status: Status::Withdrawn,
             ..
@@ -254,7 +256,7 @@ async fn withdraw_archives_and_refuses_decided() {
 
     let id2 = created(&store, git_push(&b, "feature/y")).await;
     store
-        .decide(&id2, Verdict::Reject, "op", None, None)
+        .decide(&id2, Verdict::Reject, &Actor::cli("op"), None, None)
         .await
         .unwrap();
     assert!(matches!(
@@ -298,7 +300,7 @@ async fn proposals_expire_on_read_and_by_sweep() {
     );
     assert!(matches!(
         store
-            .decide(&polled, Verdict::Approve, "op", None, None)
+            .decide(&polled, Verdict::Approve, &Actor::cli("op"), None, None)
             .await,
         Err(StoreError::NotPending {
             status: Status::Expired,
@@ -340,14 +342,14 @@ async fn grants_expire_and_revoke() {
         .decide(
             &short,
             Verdict::Approve,
-            "op",
+            &Actor::cli("op"),
             None,
             Some(Duration::from_secs(1)),
         )
         .await
         .unwrap();
     store
-        .decide(&long, Verdict::Approve, "op", None, None)
+        .decide(&long, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
     assert_eq!(store.grants_in_force("demo").await.unwrap().len(), 2);
@@ -366,15 +368,15 @@ async fn grants_expire_and_revoke() {
             && e.proposal_id.as_deref() == Some(short.as_str()))
     );
 
-    let g = store.revoke(&live[0].id, "bob").await.unwrap();
+    let g = store.revoke(&live[0].id, &Actor::cli("bob")).await.unwrap();
     assert_eq!(g.end_reason, Some(EndReason::Revoked));
     assert!(store.grants_in_force("demo").await.unwrap().is_empty());
     assert!(matches!(
-        store.revoke(&live[0].id, "bob").await,
+        store.revoke(&live[0].id, &Actor::cli("bob")).await,
         Err(StoreError::GrantEnded { .. })
     ));
     assert!(matches!(
-        store.revoke("no-such-grant", "bob").await,
+        store.revoke("no-such-grant", &Actor::cli("bob")).await,
         Err(StoreError::GrantNotFound(_))
     ));
 }
@@ -416,11 +418,14 @@ async fn removed_bottle_is_a_new_bottle_when_added_again() {
     let pending = created(&store, egress(&old, "a.example")).await;
     let granted = created(&store, egress(&old, "b.example")).await;
     store
-        .decide(&granted, Verdict::Approve, "op", None, None)
+        .decide(&granted, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
 
-    store.remove_bottle("demo", "op").await.unwrap();
+    store
+        .remove_bottle("demo", &Actor::cli("op"))
+        .await
+        .unwrap();
     assert!(
         store
             .bottle_for_ip("127.0.0.1".parse().unwrap())
@@ -537,7 +542,7 @@ async fn change_feed_and_views() {
     let mid = store.last_seq().await.unwrap();
     assert!(mid > start);
     store
-        .decide(&id, Verdict::Approve, "op", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
     let after_mid = store.events_after(mid, 100).await.unwrap();
@@ -605,7 +610,7 @@ async fn decisions_name_their_grant_and_ids_abbreviate() {
     let a = created(&store, egress(&b, "a.example")).await;
     let r = created(&store, egress(&b, "r.example")).await;
     let approved = store
-        .decide(&a, Verdict::Approve, "op", None, None)
+        .decide(&a, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
     let grant_id = approved
@@ -615,7 +620,7 @@ async fn decisions_name_their_grant_and_ids_abbreviate() {
         .expect("approve records a grant");
     assert_eq!(store.grants_in_force("demo").await.unwrap()[0].id, grant_id);
     let rejected = store
-        .decide(&r, Verdict::Reject, "op", None, None)
+        .decide(&r, Verdict::Reject, &Actor::cli("op"), None, None)
         .await
         .unwrap();
     assert_eq!(rejected.decision.unwrap().grant_id, None);

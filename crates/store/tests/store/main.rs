@@ -12,6 +12,7 @@ mod files;
 mod gate;
 mod lifecycle;
 mod migrations;
+mod operators;
 mod pending_cap;
 mod rules;
 mod tasks;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::common::*;
 use sqlx::Connection;
 use supervise_store::{
-    Bottle, EventKind, ProposalLimits, Proposed, Status, Store, StoreError, Verdict,
+    Actor, Bottle, EventKind, ProposalLimits, Proposed, Status, Store, StoreError, Verdict,
 };
 
 fn capped(limit: u32, ttl: Option<Duration>) -> ProposalLimits {
@@ -58,7 +58,7 @@ async fn decide_and_withdraw_free_a_place() {
     counts_agree(&db).await;
 
     store
-        .decide(&one, Verdict::Reject, "olivia", None, None)
+        .decide(&one, Verdict::Reject, &Actor::cli("olivia"), None, None)
         .await
         .unwrap();
     let three = created(&store, egress(&b, "three.example")).await;
@@ -70,7 +70,7 @@ async fn decide_and_withdraw_free_a_place() {
     counts_agree(&db).await;
 
     store
-        .decide(&three, Verdict::Approve, "olivia", None, None)
+        .decide(&three, Verdict::Approve, &Actor::cli("olivia"), None, None)
         .await
         .unwrap();
     created(&store, egress(&b, "five.example")).await;
@@ -116,7 +116,10 @@ async fn sweep_and_bottle_removal_keep_the_count() {
     counts_agree(&db).await;
     created(&store, egress(&b, "one.example")).await;
     created(&store, egress(&b, "two.example")).await;
-    store.remove_bottle("demo", "olivia").await.unwrap();
+    store
+        .remove_bottle("demo", &Actor::cli("olivia"))
+        .await
+        .unwrap();
     counts_agree(&db).await;
     let again = bottle(&store, "demo", "127.0.0.1").await;
     created(&store, egress(&again, "one.example")).await;

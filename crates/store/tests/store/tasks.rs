@@ -2,7 +2,7 @@
 //! cancelled only while undecided, and never visible to another bottle.
 
 use crate::common::*;
-use supervise_store::{Delivery, EventKind, Status, StoreError, Verdict};
+use supervise_store::{Actor, Delivery, EventKind, Status, StoreError, Verdict};
 
 #[tokio::test]
 async fn a_task_reads_its_outcome_twice_while_check_proposal_sees_it_once() {
@@ -23,7 +23,13 @@ async fn a_task_reads_its_outcome_twice_while_check_proposal_sees_it_once() {
     assert!(!read.delivered_now);
 
     store
-        .decide(&id, Verdict::Approve, "alice", Some("fine"), None)
+        .decide(
+            &id,
+            Verdict::Approve,
+            &Actor::cli("alice"),
+            Some("fine"),
+            None,
+        )
         .await
         .unwrap();
     let first = store.read_task(b.id, &id).await.unwrap().unwrap();
@@ -59,7 +65,7 @@ async fn cancelling_withdraws_an_undecided_proposal_and_then_changes_nothing() {
     assert_eq!(again.task.cancelled_at, c.task.cancelled_at);
     assert!(matches!(
         store
-            .decide(&id, Verdict::Approve, "alice", None, None)
+            .decide(&id, Verdict::Approve, &Actor::cli("alice"), None, None)
             .await,
         Err(StoreError::NotPending { .. })
     ));

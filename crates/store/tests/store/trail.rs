@@ -3,7 +3,7 @@
 //! minute; and the hook runner's position in the change feed is kept durably.
 
 use sqlx::Connection;
-use supervise_store::{EventKind, ProposalLimits, Proposed, Verdict};
+use supervise_store::{Actor, EventKind, ProposalLimits, Proposed, Verdict};
 
 use crate::common::{TestDb, bottle, created, egress};
 
@@ -59,7 +59,7 @@ async fn a_thousand_identical_repeats_count_every_hit_but_write_one_event() {
     assert_eq!(history[1].note.as_deref(), Some("hits: 2"));
     // The proposal is still one undecided proposal and decides as usual.
     store
-        .decide(&id, Verdict::Approve, "op", None, None)
+        .decide(&id, Verdict::Approve, &Actor::cli("op"), None, None)
         .await
         .unwrap();
 }
@@ -76,7 +76,7 @@ async fn cooldown_hits_are_counted_but_coalesced_in_the_trail() {
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let id = created(&store, egress(&b, "no.example")).await;
     store
-        .decide(&id, Verdict::Reject, "op", Some("no"), None)
+        .decide(&id, Verdict::Reject, &Actor::cli("op"), Some("no"), None)
         .await
         .unwrap();
     for _ in 0..300 {

@@ -1,6 +1,7 @@
-//! The glob of bulk decisions (`--match`): `*` is any run of characters (dots and slashes
-//! included), `?` exactly one, everything else itself. Nothing cleverer, so an operator
-//! can predict every match; `--dry-run` shows them before anything is decided.
+//! The one glob rule, for the CLI's bulk decisions (`--match`) and an operator's bottle
+//! scope: `*` is any run of characters (dots and slashes included), `?` exactly one,
+//! everything else itself. Nothing cleverer, so an operator can predict every match;
+//! `--dry-run` shows them before anything is decided.
 
 /// Whether `text` matches `pattern` as a whole.
 pub fn matches(pattern: &str, text: &str) -> bool {
