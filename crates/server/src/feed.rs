@@ -280,6 +280,53 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_batch_taken_while_its_gap_is_read_survives_a_dropped_next() {
+        use futures_util::FutureExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("g.db"), StoreOptions::default())
+            .await
+            .unwrap();
+        let bottle_id = store
+            .add_bottle("demo", "127.0.0.1".parse().unwrap(), &Actor::cli("test"))
+            .await
+            .unwrap()
+            .id;
+        let start = store.last_seq().await.unwrap();
+        let feed = Feed::new(store.clone(), start);
+        let mut sub = feed.subscribe();
+        let p = store
+            .propose(NewProposal {
+                bottle_id,
+                kind: Kind::Egress,
+                change: json!({ "host": "a.example" }),
+                justification: "test".into(),
+            })
+            .await
+            .unwrap();
+        store.withdraw(bottle_id, &p.proposal().id).await.unwrap();
+        let all = store.events_after(start, 100).await.unwrap();
+        assert!(all.len() >= 2, "{all:?}");
+        // A batch that starts after the first event: the subscriber has a gap to read
+        // first. Its first `next` is dropped while that read is under way, as the watcher
+        // does when it only takes what is ready.
+        let _ = feed.batches.send(Batch {
+            after: all[0].seq,
+            events: all[1..].to_vec().into(),
+        });
+        assert!(
+            sub.next().now_or_never().is_none(),
+            "the gap read takes a turn"
+        );
+        // Nothing else is sent: the batch must come from the subscriber itself.
+        let mut seen = Vec::new();
+        while seen.len() < all.len() {
+            seen.extend(next_events(&mut sub).await);
+        }
+        let want: Vec<i64> = all.iter().map(|e| e.seq).collect();
+        assert_eq!(seen, want);
+    }
+
+    #[tokio::test]
     async fn every_subscriber_gets_every_event_once_in_order_even_one_that_lags() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("f.db"), StoreOptions::default())
