@@ -32,9 +32,30 @@ pub fn free_port() -> u16 {
 
 impl Console {
     /// Starts `supervise --db DB console --listen 127.0.0.1:PORT --public-url
-    /// http://127.0.0.1:PORT` on a free port and waits for its "listening" line.
+    /// http://127.0.0.1:PORT` on a free port and waits for its "listening" line (on another
+    /// port if another process took that one in between).
     pub fn start(db: &Path) -> Console {
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+        let mut attempts = Vec::new();
+        for _ in 0..5 {
+            match Console::try_start(db, SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()))) {
+                Ok(console) => return console,
+                Err((seen, in_use)) => {
+                    attempts.push(seen);
+                    if !in_use {
+                        break;
+                    }
+                }
+            }
+        }
+        panic!(
+            "supervise console never said it listens:\n{}",
+            attempts.join("\n---\n")
+        );
+    }
+
+    /// The console on `addr`, or what it printed before it exited or the time ran out, and
+    /// whether the port was taken.
+    fn try_start(db: &Path, addr: SocketAddr) -> Result<Console, (String, bool)> {
         let url = format!("http://{addr}");
         let mut child = Command::new(bin("supervise"))
             .arg("--db")
@@ -57,27 +78,27 @@ impl Console {
             .spawn()
             .expect("spawn supervise console");
         let log = pipe_lines(&mut child);
+        let ready = format!("supervise console listening on {url} ");
         let mut seen = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match log.recv_timeout(left) {
-                Ok(line) if line.contains("listening") && line.contains(&url) => {
-                    return Console {
+                Ok(line) if line.starts_with(&ready) => {
+                    return Ok(Console {
                         child,
                         addr,
                         url,
                         log,
-                    };
+                    });
                 }
                 Ok(line) => seen.push(line),
                 Err(_) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    panic!(
-                        "supervise console never said it listens on {url}:\n{}",
-                        seen.join("\n")
-                    );
+                    let seen = seen.join("\n");
+                    let in_use = seen.to_ascii_lowercase().contains("in use");
+                    return Err((seen, in_use));
                 }
             }
         }
