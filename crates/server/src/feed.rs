@@ -313,12 +313,13 @@ mod tests {
             after: all[0].seq,
             events: all[1..].to_vec().into(),
         });
-        assert!(
-            sub.next().now_or_never().is_none(),
-            "the gap read takes a turn"
-        );
-        // Nothing else is sent: the batch must come from the subscriber itself.
+        // (The read usually takes a turn of sqlx's worker thread; when it does not, the
+        // update is simply the first one seen.)
         let mut seen = Vec::new();
+        if let Some(Some(Update::Events(e))) = sub.next().now_or_never() {
+            seen.extend(e.iter().map(|e| e.seq));
+        }
+        // Nothing else is sent: the batch must come from the subscriber itself.
         while seen.len() < all.len() {
             seen.extend(next_events(&mut sub).await);
         }
