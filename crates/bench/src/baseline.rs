@@ -1,9 +1,11 @@
 //! The two physical limits every figure is quoted against: how many durable one-row SQLite
-//! commits this disk takes per second (`baseline-sqlite`), and how many requests a bare
+//! commits this disk takes per second through the C library (`baseline-sqlite`; through
+//! sqlx, the server's driver, `baseline-sqlx`), and how many requests a bare
 //! hyper server answers over the same connections (`baseline-http`, served by this binary
 //! in a child process so it is pinned and measured like the real server).
 
 use std::convert::Infallible;
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -55,9 +57,59 @@ pub async fn serve_fixed(listen: SocketAddr, hold: Option<Duration>) -> Result<(
 }
 
 /// One-row `BEGIN IMMEDIATE … COMMIT` transactions in a loop for `duration`, on a new file
-/// in `dir`, with the server's settings (WAL, `synchronous=FULL`).
+/// in `dir`, with the server's settings (WAL, `synchronous=FULL`), through the C library
+/// with the thinnest binding (`rusqlite`, one prepared statement, on this thread): the
+/// disk's limit, with no driver in between.
 pub async fn sqlite_commits(dir: &Path, duration: Duration) -> Result<Row> {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || sqlite_commits_sync(&dir, duration)).await?
+}
+
+fn sqlite_commits_sync(dir: &Path, duration: Duration) -> Result<Row> {
     let path = dir.join("baseline-sqlite.db");
+    let conn = rusqlite::Connection::open(&path)?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    anyhow::ensure!(mode == "wal", "journal_mode is {mode}, not wal");
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")?;
+    let mut begin = conn.prepare("BEGIN IMMEDIATE")?;
+    let mut insert = conn.prepare("INSERT INTO t (v) VALUES (?1)")?;
+    let mut commit = conn.prepare("COMMIT")?;
+    let mut samples = Vec::new();
+    let cpu0 = sys::process_cpu(0);
+    let start = Instant::now();
+    let mut n: u64 = 0;
+    let mut v = String::new();
+    while start.elapsed() < duration {
+        let t0 = Instant::now();
+        v.clear();
+        write!(v, "row {n}")?;
+        begin.execute([])?;
+        insert.execute([&v])?;
+        commit.execute([])?;
+        samples.push(t0.elapsed().as_nanos() as u64);
+        n += 1;
+    }
+    let elapsed = start.elapsed();
+    let cpu = cpu_since(cpu0);
+    drop((begin, insert, commit));
+    conn.close().map_err(|(_, e)| e)?;
+    let _ = std::fs::remove_file(&path);
+    Ok(commit_row(
+        "baseline-sqlite",
+        n,
+        elapsed,
+        &mut samples,
+        cpu,
+        "one-row commits/s through the C library (rusqlite), WAL, synchronous=FULL",
+    ))
+}
+
+/// The same loop through sqlx, the server's driver: beside `baseline-sqlite`, what the
+/// driver's hand-off to its worker thread costs one connection.
+pub async fn sqlx_commits(dir: &Path, duration: Duration) -> Result<Row> {
+    let path = dir.join("baseline-sqlx.db");
     let options = SqliteConnectOptions::new()
         .filename(&path)
         .create_if_missing(true)
@@ -84,24 +136,46 @@ pub async fn sqlite_commits(dir: &Path, duration: Duration) -> Result<Row> {
         n += 1;
     }
     let elapsed = start.elapsed();
-    let cpu = match (cpu0, sys::process_cpu(0)) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-        _ => None,
-    };
+    let cpu = cpu_since(cpu0);
     conn.close().await?;
     let _ = std::fs::remove_file(&path);
-    Ok(Row {
-        scenario: "baseline-sqlite".into(),
+    Ok(commit_row(
+        "baseline-sqlx",
+        n,
+        elapsed,
+        &mut samples,
+        cpu,
+        "one-row commits/s through sqlx, WAL, synchronous=FULL",
+    ))
+}
+
+fn cpu_since(cpu0: Option<Duration>) -> Option<Duration> {
+    match (cpu0, sys::process_cpu(0)) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    }
+}
+
+fn commit_row(
+    scenario: &str,
+    n: u64,
+    elapsed: Duration,
+    samples: &mut [u64],
+    cpu: Option<Duration>,
+    note: &str,
+) -> Row {
+    Row {
+        scenario: scenario.into(),
         style: "-".into(),
         connections: 1,
         requests: n,
         errors: 0,
         seconds: elapsed.as_secs_f64(),
         throughput: rate(n, elapsed),
-        latency: Latency::from_ns(&mut samples),
+        latency: Latency::from_ns(samples),
         server_cpu_us: None,
         client_cores: cpu.map(|c| c.as_secs_f64() / elapsed.as_secs_f64()),
-        note: "one-row commits/s, WAL, synchronous=FULL".into(),
+        note: note.into(),
         ..Default::default()
-    })
+    }
 }

@@ -186,6 +186,15 @@ pub fn targets(rows: &[Row], runs: &[Row]) -> Vec<Target> {
             });
         }
     }
+    if let (Some(x), Some(b)) = (find(rows, "baseline-sqlx", ""), sqlite) {
+        out.push(Target {
+            name: "baseline-sqlx / baseline-sqlite".into(),
+            goal: "the driver's share".into(),
+            value: Some(x.throughput / b),
+            met: None,
+            detail: format!("{:.0} vs {:.0} commits/s", x.throughput, b),
+        });
+    }
     for style in [LEGACY, MODERN] {
         if let (Some(c), Some(b)) = (find(rows, "check-pending", style), http) {
             let v = c.throughput / b;

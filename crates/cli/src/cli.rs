@@ -217,6 +217,14 @@ Examples:
         record_use: bool,
     },
 
+    /// Serve the review console and its JSON API (see docs/SECURITY.md)
+    #[command(after_help = "\
+Examples:
+  supervise console                                    # http://127.0.0.1:7412
+  supervise console --listen 0.0.0.0:7412 --public-url https://console.example.org \\
+      --tls-cert cert.pem --tls-key key.pem")]
+    Console(crate::cmd::console::ConsoleArgs),
+
     /// End a grant now
     #[command(after_help = "\
 Examples:

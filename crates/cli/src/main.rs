@@ -96,6 +96,7 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
             remote,
             grace,
         }) => cmd::gate::pre_receive(&ctx, &bottle, &remote, grace).await,
+        Command::Console(args) => cmd::console::run(&ctx, args, out).await,
         Command::SquidAcl {
             propose_on_deny,
             record_use,
@@ -235,6 +236,7 @@ async fn dispatch(
         Command::Bottle(BottleCommand::Add { .. })
         | Command::Completions { .. }
         | Command::Gate(_)
+        | Command::Console(_)
         | Command::SquidAcl { .. } => {
             unreachable!("handled before the database is opened")
         }

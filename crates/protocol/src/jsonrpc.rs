@@ -381,8 +381,10 @@ pub fn parse_params<T: DeserializeOwned>(
     method: &str,
     params: Option<&Value>,
 ) -> Result<T, ErrorObject> {
-    let value = params.cloned().unwrap_or_else(|| Value::Object(Map::new()));
-    serde_json::from_value(value)
+    // Read from the borrowed tree (no copy of the params); absent params are an empty
+    // object, which allocates nothing.
+    let empty = Value::Object(Map::new());
+    T::deserialize(params.unwrap_or(&empty))
         .map_err(|e| ErrorObject::invalid_params(format!("invalid params for {method}: {e}")))
 }
 

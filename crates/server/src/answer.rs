@@ -32,6 +32,22 @@ impl Answer {
             .with_is_error(is_error)
             .for_version(version)
     }
+
+    /// [`Answer::into_result`] as the JSON it serialises to, built by moving the text and
+    /// the structured content into place instead of copying them through `to_value`.
+    pub(crate) fn into_result_value(self, version: ProtocolVersion) -> Value {
+        let is_error = self.is_error();
+        let mut text = Map::new();
+        text.insert("type".into(), Value::from("text"));
+        text.insert("text".into(), Value::String(self.text));
+        let mut out = Map::new();
+        out.insert("content".into(), Value::Array(vec![Value::Object(text)]));
+        if version.has_structured_content() {
+            out.insert("structuredContent".into(), self.structured);
+        }
+        out.insert("isError".into(), Value::Bool(is_error));
+        Value::Object(out)
+    }
 }
 
 /// What a change asks for, in words: `egress to api.example.com:443`.
@@ -403,6 +419,24 @@ mod tests {
                 structured: Value::Null,
             };
             assert_eq!(a.is_error(), want, "{status}");
+        }
+    }
+
+    #[test]
+    fn the_result_value_is_what_the_typed_result_serialises_to() {
+        let answers = [
+            refused("invalid port: too big", Some("port"), "fix it."),
+            unknown("019ad3c2-7f10-7b4e-9a51-4c2d8e6f0a11"),
+        ];
+        for version in [
+            ProtocolVersion::V2025_03_26,
+            ProtocolVersion::V2025_11_25,
+            ProtocolVersion::V2026_07_28,
+        ] {
+            for a in &answers {
+                let typed = serde_json::to_value(a.clone().into_result(version)).unwrap();
+                assert_eq!(a.clone().into_result_value(version), typed, "{version:?}");
+            }
         }
     }
 

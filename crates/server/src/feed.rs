@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use supervise_store::{Event, Store};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Notify, broadcast, watch};
 
 use crate::shutdown::Shutdown;
 
@@ -54,6 +54,8 @@ pub(crate) struct Feed {
     batches: broadcast::Sender<Batch>,
     /// A `watch`: subscribers need the feed's health now, never the history of it.
     failing: watch::Sender<bool>,
+    /// Asks for a read now instead of at the next tick ([`Subscription::read_now`]).
+    kick: Arc<Notify>,
 }
 
 /// One subscriber's view of the feed.
@@ -72,6 +74,7 @@ pub(crate) struct Subscription {
     /// the store first, without waiting for the next batch (on a quiet server there may
     /// be none for a long time).
     catch_up_to: i64,
+    kick: Arc<Notify>,
 }
 
 impl Feed {
@@ -84,6 +87,7 @@ impl Feed {
             start,
             batches,
             failing: watch::Sender::new(false),
+            kick: Arc::new(Notify::new()),
         }
     }
 
@@ -104,10 +108,12 @@ impl Feed {
             health_open: true,
             held: None,
             catch_up_to: self.start,
+            kick: self.kick.clone(),
         }
     }
 
-    /// Reads the feed every `every` and publishes what it finds, until shutdown starts. On
+    /// Reads the feed every `every`, or at once when a subscriber asks
+    /// ([`Subscription::read_now`]), and publishes what it finds, until shutdown starts. On
     /// PostgreSQL it also reads as soon as a change notification arrives, and while they
     /// arrive reads on its own only every [`NOTIFIED_EVERY`] (a safety net); when the
     /// listener's connection drops it is back to `every` until the store reconnects.
@@ -125,6 +131,7 @@ impl Feed {
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 () = changes.changed() => tracing::debug!("change feed woken by a notification"),
+                () = self.kick.notified() => {}
                 () = &mut stop => return,
             }
             loop {
@@ -167,6 +174,13 @@ impl Feed {
 }
 
 impl Subscription {
+    /// Asks the reader to read the feed now rather than at its next tick: a subscriber
+    /// that just acted on a batch (the watcher delivered decisions) wants what arrived
+    /// meanwhile without a fixed sleep. At most one read is owed, however often it asks.
+    pub(crate) fn read_now(&self) {
+        self.kick.notify_one();
+    }
+
     /// The next update; `None` once the reader stopped. Cancel-safe: dropping the future
     /// loses nothing.
     pub(crate) async fn next(&mut self) -> Option<Update> {
@@ -211,8 +225,10 @@ impl Subscription {
                 },
             };
             if batch.after > self.seq {
-                let gap = self.store.events_after(self.seq, PAGE).await;
+                // Held before the read, so a caller that drops this future meanwhile
+                // finds the batch again on its next call.
                 self.held = Some(batch);
+                let gap = self.store.events_after(self.seq, PAGE).await;
                 match gap {
                     Ok(events) => match events.last() {
                         Some(last) => {
@@ -272,6 +288,54 @@ mod tests {
                 return e.iter().map(|e| e.seq).collect();
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_batch_taken_while_its_gap_is_read_survives_a_dropped_next() {
+        use futures_util::FutureExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("g.db"), StoreOptions::default())
+            .await
+            .unwrap();
+        let bottle_id = store
+            .add_bottle("demo", "127.0.0.1".parse().unwrap(), &Actor::cli("test"))
+            .await
+            .unwrap()
+            .id;
+        let start = store.last_seq().await.unwrap();
+        let feed = Feed::new(store.clone(), start);
+        let mut sub = feed.subscribe();
+        let p = store
+            .propose(NewProposal {
+                bottle_id,
+                kind: Kind::Egress,
+                change: json!({ "host": "a.example" }),
+                justification: "test".into(),
+            })
+            .await
+            .unwrap();
+        store.withdraw(bottle_id, &p.proposal().id).await.unwrap();
+        let all = store.events_after(start, 100).await.unwrap();
+        assert!(all.len() >= 2, "{all:?}");
+        // A batch that starts after the first event: the subscriber has a gap to read
+        // first. Its first `next` is dropped while that read is under way, as the watcher
+        // does when it only takes what is ready.
+        let _ = feed.batches.send(Batch {
+            after: all[0].seq,
+            events: all[1..].to_vec().into(),
+        });
+        // (The read usually takes a turn of sqlx's worker thread; when it does not, the
+        // update is simply the first one seen.)
+        let mut seen = Vec::new();
+        if let Some(Some(Update::Events(e))) = sub.next().now_or_never() {
+            seen.extend(e.iter().map(|e| e.seq));
+        }
+        // Nothing else is sent: the batch must come from the subscriber itself.
+        while seen.len() < all.len() {
+            seen.extend(next_events(&mut sub).await);
+        }
+        let want: Vec<i64> = all.iter().map(|e| e.seq).collect();
+        assert_eq!(seen, want);
     }
 
     #[tokio::test]

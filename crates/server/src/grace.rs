@@ -48,7 +48,8 @@ impl From<Answer> for Filed {
 /// Files a proposal through the writer, then waits up to the grace window for a decision
 /// (or opens its task, for [`Wait::Task`]). `tool` names the calling tool in refusals.
 /// [`Stale`]: the bottle generation was removed before filing; nothing was filed, attribute
-/// again.
+/// again. Filing and waiting are two futures awaited one after the other, so a call held
+/// in its window keeps only the proposal and the wait, not the filing's state.
 pub(crate) async fn file_and_wait(
     app: &App,
     bottle: &Bottle,
@@ -58,6 +59,30 @@ pub(crate) async fn file_and_wait(
     tool: &str,
     wait: Wait,
 ) -> Result<Filed, Stale> {
+    match Box::pin(file(app, bottle, kind, change, justification, tool, wait)).await? {
+        Step::Done(filed) => Ok(filed),
+        Step::Wait(p) => Ok(wait_for(app, bottle, p).await.into()),
+    }
+}
+
+/// What filing left to do.
+enum Step {
+    /// Answered already (a refusal, an auto-rejection, a task, no grace window).
+    Done(Filed),
+    /// Filed and undecided: wait for it.
+    Wait(Box<Proposal>),
+}
+
+async fn file(
+    app: &App,
+    bottle: &Bottle,
+    kind: Kind,
+    change: Value,
+    justification: String,
+    tool: &str,
+    wait: Wait,
+) -> Result<Step, Stale> {
+    let done = |a: Answer| Ok(Step::Done(a.into()));
     let item = NewProposal {
         bottle_id: bottle.id,
         kind,
@@ -73,7 +98,7 @@ pub(crate) async fn file_and_wait(
         Wait::Grace => (app.writer.propose(item).await, None),
     };
     let p = match filed {
-        Ok(Proposed::AutoRejected(p)) => return Ok(answer::auto_rejected(&p).into()),
+        Ok(Proposed::AutoRejected(p)) => return done(answer::auto_rejected(&p)),
         Ok(Proposed::Created(p)) => p,
         Ok(Proposed::Repeated(p)) => p,
         Err(StoreError::BottleGone(_)) => return Err(Stale),
@@ -83,30 +108,34 @@ pub(crate) async fn file_and_wait(
             } else {
                 field
             };
-            return Ok(answer::bad_argument(&field, &message, tool).into());
+            return done(answer::bad_argument(&field, &message, tool));
         }
         Err(e @ StoreError::PendingCapReached { .. }) => {
-            return Ok(answer::refused(
+            return done(answer::refused(
                 e.to_string(),
                 None,
                 "wait for the operator to decide your open proposals (list-proposals shows them) before proposing more.",
-            )
-            .into());
+            ));
         }
-        Err(e) => return Ok(answer::store_failure(&e, tool).into()),
+        Err(e) => return done(answer::store_failure(&e, tool)),
     };
     if let Some(task) = task {
         tracing::info!(bottle = %bottle.slug, proposal = %p.id, "answered with a task");
-        return Ok(Filed::Task(task, Box::new(p)));
+        return Ok(Step::Done(Filed::Task(task, Box::new(p))));
     }
     if app.config.grace.is_zero() || app.shutdown.is_started() {
-        return Ok(answer::pending(&p).into());
+        return done(answer::pending(&p));
     }
+    Ok(Step::Wait(Box::new(p)))
+}
+
+/// Holds a place in the wait budget and waits the grace window for `p`'s decision.
+async fn wait_for(app: &App, bottle: &Bottle, p: Box<Proposal>) -> Answer {
     let _place = match app.budget.try_acquire(bottle.id) {
         Ok(place) => place,
         Err(full) => {
             tracing::debug!(bottle = %bottle.slug, proposal = %p.id, ?full, "wait limit reached; answering pending at once");
-            return Ok(answer::pending(&p).into());
+            return answer::pending(&p);
         }
     };
     let deadline = tokio::time::Instant::now() + app.config.grace;
@@ -116,7 +145,7 @@ pub(crate) async fn file_and_wait(
         .await;
     // A bottle removed while its call waited is told so here: its proposal was withdrawn
     // with it (or, already decided, is no longer its to take), never re-attributed.
-    Ok(match waited {
+    match waited {
         Waited::Delivered(d) => delivered(*d, &p.id, bottle, Via::Waiting),
         Waited::Withdrawn(p) => {
             tracing::info!(bottle = %bottle.slug, proposal = %p.id, "waiting call told its proposal was withdrawn");
@@ -124,7 +153,6 @@ pub(crate) async fn file_and_wait(
         }
         Waited::TimedOut | Waited::ShuttingDown => answer::pending(&p),
     }
-    .into())
 }
 
 /// The tool result for a proposal no longer undecided (decided, expired or withdrawn), as

@@ -57,6 +57,9 @@ pub(crate) async fn accept_loop(
         let app_for_conn = app.clone();
         let service = service_fn(move |req| {
             let app = app_for_conn.clone();
+            // Boxed before the future is made, so each level of the request future keeps
+            // a pointer rather than its own copy of the request (held calls included).
+            let req = Box::new(req);
             async move { Ok::<_, Infallible>(handle(app, peer, req).await) }
         });
         let stream = WriteTimeout::new(stream, app.config.write_timeout);
@@ -108,7 +111,11 @@ pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
     }
 }
 
-async fn handle(app: Arc<App>, peer: SocketAddr, req: Request<Incoming>) -> Response<ReplyBody> {
+async fn handle(
+    app: Arc<App>,
+    peer: SocketAddr,
+    req: Box<Request<Incoming>>,
+) -> Response<ReplyBody> {
     let started = Instant::now();
     let ip = canonical_ip(peer.ip());
     let span = tracing::debug_span!("request", %ip, http_method = %req.method(), path = req.uri().path(), rpc_method = tracing::field::Empty, bottle = tracing::field::Empty);
@@ -125,33 +132,58 @@ async fn handle(app: Arc<App>, peer: SocketAddr, req: Request<Incoming>) -> Resp
     .await
 }
 
-async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<ReplyBody> {
+async fn route(app: &App, ip: IpAddr, req: Box<Request<Incoming>>) -> Response<ReplyBody> {
+    // Reading and checking the request is one future and answering it another, awaited one
+    // after the other, so a call that waits holds none of the reading's state.
+    let read = match Box::pin(read(app, ip, req)).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
+    let reply = rpc::handle(app, read).await;
+    reply_response(reply)
+}
+
+/// A `POST /mcp` request as [`rpc::handle`] takes it.
+pub(crate) struct Read {
+    pub(crate) bottle: supervise_store::Bottle,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+}
+
+/// A `POST /mcp` request read and checked: its bottle, headers and body; or the answer to
+/// anything else (health checks, refusals).
+async fn read(
+    app: &App,
+    ip: IpAddr,
+    req: Box<Request<Incoming>>,
+) -> Result<Box<Read>, Response<ReplyBody>> {
+    let req = *req;
     let path = req.uri().path();
     if path != "/mcp" && path != "/healthz" {
-        return plain(
+        return Err(plain(
             StatusCode::NOT_FOUND,
             "not found: this server answers POST /mcp and GET /healthz\n",
-        );
+        ));
     }
     if let Err(refusal) = check_origin_and_host(app, req.headers()) {
         tracing::info!(%ip, reason = %refusal, "refused by DNS-rebinding protection");
-        return rpc_error(
+        return Err(rpc_error(
             StatusCode::FORBIDDEN,
             ErrorObject::new(ErrorCode::INVALID_REQUEST, refusal),
-        );
+        ));
     }
     if path == "/healthz" {
-        return match *req.method() {
-            Method::GET | Method::HEAD => healthz(app).await,
+        return Err(match *req.method() {
+            Method::GET | Method::HEAD => Box::pin(healthz(app)).await,
             _ => with_allow(
                 plain(StatusCode::METHOD_NOT_ALLOWED, "use GET\n"),
                 "GET, HEAD",
             ),
-        };
+        });
     }
     if req.method() != Method::POST {
         // Stateless server: no GET stream to resume, no session to DELETE.
-        return with_allow(
+        return Err(with_allow(
             rpc_error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 ErrorObject::new(
@@ -163,14 +195,16 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<ReplyB
                 ),
             ),
             "POST",
-        );
+        ));
     }
 
-    let bottle = match app.bottles.lookup(&app.store, ip).await {
+    // Boxed, like the store calls of `methods`: a lookup that reads the store should not
+    // size the state every request holds.
+    let bottle = match Box::pin(app.bottles.lookup(&app.store, ip)).await {
         Ok(Some(b)) => b,
         Ok(None) => {
             tracing::info!(%ip, "refused: no bottle registered for this address");
-            return rpc_error(
+            return Err(rpc_error(
                 StatusCode::FORBIDDEN,
                 ErrorObject::new(
                     ErrorCode::INVALID_REQUEST,
@@ -179,20 +213,20 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<ReplyB
                          register it with `supervise bottle add SLUG --ip {ip}`"
                     ),
                 ),
-            );
+            ));
         }
         Err(e) => {
             tracing::warn!(%ip, error = %e, "bottle lookup failed");
-            return rpc_error(
+            return Err(rpc_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorObject::internal("the database did not answer; try again"),
-            );
+            ));
         }
     };
     tracing::Span::current().record("bottle", bottle.slug.as_str());
 
     if let Some(refusal) = media_type_refusal(req.headers()) {
-        return refusal;
+        return Err(refusal);
     }
     if let Some(len) = req
         .headers()
@@ -201,9 +235,10 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<ReplyB
         .and_then(|v| v.trim().parse::<u64>().ok())
         && len > MAX_BODY_BYTES as u64
     {
-        return too_large();
+        return Err(too_large());
     }
-    let (parts, body) = req.into_parts();
+    // Only the headers are kept (the URI and the rest go now); see `rpc::handle`.
+    let (http::request::Parts { headers, .. }, body) = req.into_parts();
     let collected = tokio::time::timeout(
         app.config.body_read_timeout,
         Limited::new(body, MAX_BODY_BYTES).collect(),
@@ -211,28 +246,35 @@ async fn route(app: &App, ip: IpAddr, req: Request<Incoming>) -> Response<ReplyB
     .await;
     let body = match collected {
         Err(_) => {
-            return rpc_error(
+            return Err(rpc_error(
                 StatusCode::REQUEST_TIMEOUT,
                 ErrorObject::invalid_request("the request body was not received in time"),
-            );
+            ));
         }
         Ok(Err(e))
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            return too_large();
+            return Err(too_large());
         }
         Ok(Err(e)) => {
             tracing::debug!(error = %e, "reading the request body failed");
-            return rpc_error(
+            return Err(rpc_error(
                 StatusCode::BAD_REQUEST,
                 ErrorObject::invalid_request("the request body could not be read"),
-            );
+            ));
         }
         Ok(Ok(b)) => b.to_bytes(),
     };
 
-    let reply = rpc::handle(app, &bottle, &parts.headers, &body).await;
+    Ok(Box::new(Read {
+        bottle,
+        headers,
+        body,
+    }))
+}
+
+fn reply_response(reply: rpc::Reply) -> Response<ReplyBody> {
     match reply {
         rpc::Reply::Accepted => Response::builder()
             .status(StatusCode::ACCEPTED)

@@ -10,12 +10,13 @@
 //! has them; their requests run concurrently and are answered in order, within the bounds
 //! [`batch`] lists.
 
+use bytes::Bytes;
 use futures_util::future::join_all;
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 use supervise_protocol::{
     DEFAULT_WITHOUT_HEADER, ErrorCode, ErrorObject, ErrorResponse, Incoming, MAX_BATCH_LEN,
-    Message, ProtocolVersion, Request, RequestId, Response, SUPPORTED_VERSIONS,
+    Message, ModernMeta, ProtocolVersion, Request, RequestId, Response, SUPPORTED_VERSIONS,
     decode_header_value, header, invalid_batch_error, methods, modern_meta, modern_result,
     parse_message, requested_version,
 };
@@ -24,6 +25,7 @@ use supervise_store::text::escape_untrusted;
 
 use crate::app::App;
 use crate::config::MAX_BATCH_ANSWER_BYTES;
+use crate::http::Read;
 use crate::methods::{Ctx, Method};
 
 /// What to send back.
@@ -37,36 +39,81 @@ pub(crate) enum Reply {
     Stream(tokio::sync::mpsc::Receiver<bytes::Bytes>),
 }
 
-/// Handles one POST body from `bottle`.
-pub(crate) async fn handle(app: &App, bottle: &Bottle, headers: &HeaderMap, body: &[u8]) -> Reply {
-    let incoming = match parse_message(body) {
+/// Handles one POST body from `bottle`. The body and the headers are given away: they
+/// share hyper's read buffer for the connection, so they are dropped as soon as they are
+/// read (the body once parsed, the headers once a single request is checked against them)
+/// and a call that waits holds neither, nor a second read buffer because of them.
+pub(crate) async fn handle(app: &App, read: Box<Read>) -> Reply {
+    // Classified in a plain function, so nothing of the body, the headers or the parsed
+    // message stays in this future's state while the request runs.
+    let Read {
+        bottle,
+        headers,
+        body,
+    } = *read;
+    let bottle = &bottle;
+    let ready = match classify(headers, body) {
+        Classified::Reply(reply) => return reply,
+        Classified::Listen(headers, req) => {
+            return Box::pin(async move { listen(app, bottle, &headers, req).await }).await;
+        }
+        Classified::Batch(headers, items) => {
+            return Box::pin(async move { batch(app, bottle, &headers, items).await }).await;
+        }
+        Classified::Ready(ready) => ready,
+    };
+    let (status, response) = run(app, bottle, ready).await;
+    Reply::Json {
+        status,
+        body: serde_json::to_vec(&response).expect("responses serialise"),
+    }
+}
+
+/// A POST body read, before anything runs.
+enum Classified {
+    /// Answered already (a notification, a client response, a refusal).
+    Reply(Reply),
+    /// A `subscriptions/listen` stream, checked against the headers when it opens.
+    Listen(HeaderMap, Request),
+    /// A 2025-03-26 batch; each item is checked against the headers.
+    Batch(HeaderMap, Vec<Result<Message, ErrorResponse>>),
+    /// A single request, checked against the headers, which are dropped.
+    Ready(Box<Ready>),
+}
+
+fn classify(headers: HeaderMap, body: Bytes) -> Classified {
+    let incoming = parse_message(&body);
+    drop(body);
+    let incoming = match incoming {
         Ok(m) => m,
-        Err(e) => return error_reply(StatusCode::BAD_REQUEST, e),
+        Err(e) => return Classified::Reply(error_reply(StatusCode::BAD_REQUEST, e)),
     };
     match incoming {
         Incoming::Notification(n) => {
             let method = escape_untrusted(&n.method);
             tracing::Span::current().record("rpc_method", &*method);
             tracing::debug!(?method, "notification accepted");
-            Reply::Accepted
+            Classified::Reply(Reply::Accepted)
         }
-        Incoming::Response(_) => Reply::Accepted,
+        Incoming::Response(_) => Classified::Reply(Reply::Accepted),
         Incoming::Request(req)
             if req.method == methods::SUBSCRIPTIONS_LISTEN
                 && modern_meta(req.params.as_ref()).is_some() =>
         {
             tracing::Span::current().record("rpc_method", methods::SUBSCRIPTIONS_LISTEN);
-            listen(app, bottle, headers, req).await
+            Classified::Listen(headers, req)
         }
         Incoming::Request(req) => {
             tracing::Span::current().record("rpc_method", &*escape_untrusted(&req.method));
-            let (status, response) = request(app, bottle, headers, req).await;
-            Reply::Json {
-                status,
-                body: serde_json::to_vec(&response).expect("responses serialise"),
+            match prepare(&headers, req) {
+                Ok(ready) => Classified::Ready(Box::new(ready)),
+                Err((status, response)) => Classified::Reply(Reply::Json {
+                    status,
+                    body: serde_json::to_vec(&response).expect("responses serialise"),
+                }),
             }
         }
-        Incoming::Batch(items) => batch(app, bottle, headers, items).await,
+        Incoming::Batch(items) => Classified::Batch(headers, items),
     }
 }
 
@@ -192,12 +239,33 @@ fn header_value(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(|v| v.to_str().map(|s| s.trim().to_owned()).unwrap_or_default())
 }
 
+/// A request checked against its headers and its era's rules, ready to run without them.
+struct Ready {
+    id: RequestId,
+    name: String,
+    params: Option<Value>,
+    method: Method,
+    version: ProtocolVersion,
+    modern: Option<ModernMeta>,
+}
+
+/// A request refused before it runs: the HTTP status and the answer.
+type Refused = (StatusCode, Response);
+
 async fn request(
     app: &App,
     bottle: &Bottle,
     headers: &HeaderMap,
     req: Request,
 ) -> (StatusCode, Response) {
+    match prepare(headers, req) {
+        Ok(ready) => run(app, bottle, Box::new(ready)).await,
+        Err(refused) => refused,
+    }
+}
+
+/// The era of `req`, and in 2026-07-28 its header and `_meta` checks.
+fn prepare(headers: &HeaderMap, req: Request) -> Result<Ready, Refused> {
     let header_version = header_value(headers, header::PROTOCOL_VERSION);
     let modern = modern_meta(req.params.as_ref()).is_some()
         || req.method == methods::SERVER_DISCOVER
@@ -206,18 +274,13 @@ async fn request(
             .and_then(ProtocolVersion::parse)
             .is_some_and(ProtocolVersion::is_modern);
     if modern {
-        modern_request(app, bottle, headers, header_version, req).await
+        prepare_modern(headers, header_version, req)
     } else {
-        legacy_request(app, bottle, header_version, req).await
+        prepare_legacy(header_version, req)
     }
 }
 
-async fn legacy_request(
-    app: &App,
-    bottle: &Bottle,
-    header_version: Option<String>,
-    req: Request,
-) -> (StatusCode, Response) {
+fn prepare_legacy(header_version: Option<String>, req: Request) -> Result<Ready, Refused> {
     let version = match header_version.as_deref() {
         // `initialize` negotiates its own revision from its params.
         _ if req.method == methods::INITIALIZE => DEFAULT_WITHOUT_HEADER,
@@ -225,76 +288,93 @@ async fn legacy_request(
         Some(v) => match ProtocolVersion::parse(v).filter(|v| v.is_legacy()) {
             Some(v) => v,
             None => {
-                return (
+                return Err((
                     StatusCode::BAD_REQUEST,
                     Response::error(
                         Some(req.id),
                         ErrorObject::unsupported_protocol_version(&SUPPORTED_VERSIONS, v),
                     ),
-                );
+                ));
             }
         },
     };
-    let ctx = Ctx {
-        app,
-        bottle,
+    Ok(Ready {
+        method: Method::parse(&req.method, false),
+        id: req.id,
+        name: req.method,
+        params: req.params,
         version,
         modern: None,
-    };
-    let method = Method::parse(&req.method, false);
-    match method.call(&req.method, &ctx, req.params.as_ref()).await {
-        Ok(result) => (StatusCode::OK, Response::result(req.id, result)),
-        Err(e) => (StatusCode::OK, Response::error(Some(req.id), e)),
-    }
+    })
 }
 
-async fn modern_request(
-    app: &App,
-    bottle: &Bottle,
+fn prepare_modern(
     headers: &HeaderMap,
     header_version: Option<String>,
     req: Request,
-) -> (StatusCode, Response) {
+) -> Result<Ready, Refused> {
     let fail =
         |status: StatusCode, e: ErrorObject| (status, Response::error(Some(req.id.clone()), e));
     if let Err(detail) = check_modern_headers(headers, header_version.as_deref(), &req) {
-        return fail(
+        return Err(fail(
             StatusCode::BAD_REQUEST,
             ErrorObject::header_mismatch(detail),
-        );
+        ));
     }
     let meta = match modern_meta(req.params.as_ref()) {
         None => {
-            return fail(
+            return Err(fail(
                 StatusCode::BAD_REQUEST,
                 ErrorObject::invalid_params(format!(
                     "missing required _meta field \"{}\" (2026-07-28 requests carry their protocol metadata in params._meta)",
                     supervise_protocol::META_PROTOCOL_VERSION
                 )),
-            );
+            ));
         }
-        Some(Err(e)) => return fail(StatusCode::BAD_REQUEST, e),
+        Some(Err(e)) => return Err(fail(StatusCode::BAD_REQUEST, e)),
         Some(Ok(meta)) => meta,
     };
     let method = Method::parse(&req.method, true);
     if method == Method::Unknown {
-        return fail(
+        return Err(fail(
             StatusCode::NOT_FOUND,
             ErrorObject::method_not_found(&req.method),
-        );
+        ));
     }
+    Ok(Ready {
+        id: req.id,
+        name: req.method,
+        params: req.params,
+        method,
+        version: meta.protocol_version,
+        modern: Some(meta),
+    })
+}
+
+async fn run(app: &App, bottle: &Bottle, ready: Box<Ready>) -> (StatusCode, Response) {
+    let Ready {
+        id,
+        name,
+        params,
+        method,
+        version,
+        modern,
+    } = *ready;
+    let is_modern = modern.is_some();
     let ctx = Ctx {
         app,
         bottle,
-        version: meta.protocol_version,
-        modern: Some(meta),
+        version,
+        modern,
     };
-    match method.call(&req.method, &ctx, req.params.as_ref()).await {
-        Ok(result) => (
+    match method.call(&name, &ctx, params).await {
+        Ok(result) if is_modern => (
             StatusCode::OK,
-            Response::result(req.id, modern_result(result, &app.server_info)),
+            Response::result(id, modern_result(result, &app.server_info)),
         ),
-        Err(e) => fail(modern_error_status(&e), e),
+        Ok(result) => (StatusCode::OK, Response::result(id, result)),
+        Err(e) if is_modern => (modern_error_status(&e), Response::error(Some(id), e)),
+        Err(e) => (StatusCode::OK, Response::error(Some(id), e)),
     }
 }
 

@@ -107,7 +107,8 @@ impl Waiters {
     /// `keys` (a feed read's decisions and expiries), hands each to its slot, and wakes the
     /// waiting calls, which then answer without touching the store. A slot a call is taking
     /// from right now is left to that call. Keys nobody waits on are only woken (nothing).
-    pub(crate) async fn deliver_batch(&self, store: &Store, keys: Vec<Key>) {
+    /// Returns how many outcomes it delivered.
+    pub(crate) async fn deliver_batch(&self, store: &Store, keys: Vec<Key>) -> usize {
         let slots: Vec<(Key, Arc<Slot>)> = {
             let map = self.slots.lock().expect("not poisoned");
             keys.iter()
@@ -124,14 +125,16 @@ impl Waiters {
                 held.push((key, slot, taken));
             }
         }
+        let mut count = 0;
         if !held.is_empty() {
             let items: Vec<Key> = held.iter().map(|(k, _, _)| (*k).clone()).collect();
-            match store.take_decisions(&items).await {
+            match Box::pin(store.take_decisions(&items)).await {
                 Ok(delivered) => {
                     for ((_, _, taken), d) in held.iter_mut().zip(delivered) {
                         // A removed generation's item is left to its waiters, who are told.
                         if let Ok(d @ (Delivery::Decided(_) | Delivery::Expired(_))) = d {
                             **taken = Some(d);
+                            count += 1;
                         }
                     }
                 }
@@ -144,6 +147,7 @@ impl Waiters {
         for (b, id) in &keys {
             self.wake(*b, id);
         }
+        count
     }
 
     /// Wakes the calls waiting on this proposal, if any.
@@ -171,13 +175,13 @@ impl Waiters {
             .get(&(bottle_id, id.to_owned()))
             .cloned();
         let Some(slot) = slot else {
-            return store.take_decision(bottle_id, id).await;
+            return Box::pin(store.take_decision(bottle_id, id)).await;
         };
         let mut taken = slot.taken.lock().await;
         if taken.is_some() {
             return Ok(Delivery::Unknown);
         }
-        let d = store.take_decision(bottle_id, id).await?;
+        let d = Box::pin(store.take_decision(bottle_id, id)).await?;
         if matches!(d, Delivery::Decided(_) | Delivery::Expired(_)) {
             *taken = Some(d.clone());
             slot.wake.send_modify(|n| *n += 1);
@@ -207,7 +211,7 @@ impl Waiters {
                 Ok(Delivery::Pending(_)) => {}
                 // No longer open, or the bottle is gone: withdrawn is told as such.
                 Ok(Delivery::Unknown) | Err(StoreError::BottleGone(_)) => {
-                    return match store.withdrawn_proposal(bottle_id, id).await {
+                    return match Box::pin(store.withdrawn_proposal(bottle_id, id)).await {
                         Ok(Some(p)) => Waited::Withdrawn(Box::new(p)),
                         Ok(None) => Waited::Delivered(Box::new(Delivery::Unknown)),
                         Err(e) => {
@@ -240,6 +244,10 @@ impl Waiters {
     }
 }
 
+// The store's futures are boxed where a waiting call awaits them: they are kilobytes each
+// (sqlx's state machines), and inline they would size every held call's state for the
+// moment it talks to the store rather than for the long wait.
+
 /// How often a waiter looks at the store without being woken, while the feed is failing.
 const RECHECK: Duration = Duration::from_secs(1);
 
@@ -251,7 +259,7 @@ impl Guard<'_> {
         if let Some(d) = taken.as_ref() {
             return Ok(d.clone());
         }
-        let d = store.take_decision(self.key.0, &self.key.1).await?;
+        let d = Box::pin(store.take_decision(self.key.0, &self.key.1)).await?;
         if matches!(d, Delivery::Decided(_) | Delivery::Expired(_)) {
             *taken = Some(d.clone());
             self.slot.wake.send_modify(|n| *n += 1);
@@ -271,14 +279,19 @@ impl Drop for Guard<'_> {
 }
 
 /// The watcher: for each batch of the feed, wakes the waiters of the proposals it names and
-/// delivers the outcomes among them in one transaction, until shutdown starts. While the
-/// feed cannot be read, waiters look at the store themselves.
+/// delivers the outcomes among them in one transaction, until shutdown starts. Batches that
+/// queued up while it delivered are taken together, so one transaction carries everything
+/// read since the last; and after a delivery it asks the feed for its next read at once,
+/// so while decisions keep arriving they are read and delivered back to back, each batch
+/// as large as what arrived during the previous delivery. While the feed cannot be read,
+/// waiters look at the store themselves.
 pub(crate) async fn watch_feed(
     store: Store,
     waiters: Arc<Waiters>,
     mut feed: Subscription,
     shutdown: Shutdown,
 ) {
+    use futures_util::FutureExt as _;
     let stop = shutdown.started();
     tokio::pin!(stop);
     loop {
@@ -286,22 +299,42 @@ pub(crate) async fn watch_feed(
             update = feed.next() => update,
             () = &mut stop => return,
         };
-        match update {
-            None => return,
-            Some(Update::Failing(failing)) => waiters.set_feed_failing(failing),
-            Some(Update::Events(events)) => {
-                let mut outcomes = Vec::new();
-                for ev in events.iter() {
-                    if let (Some(bottle_id), Some(id)) = (ev.bottle_id, &ev.proposal_id) {
-                        if OUTCOMES.contains(&ev.event) {
-                            outcomes.push((bottle_id, String::from(id.clone())));
-                        } else {
-                            waiters.wake(bottle_id, id);
+        let mut outcomes = Vec::new();
+        let mut next = update;
+        loop {
+            match next {
+                None => return,
+                Some(Update::Failing(failing)) => waiters.set_feed_failing(failing),
+                Some(Update::Events(events)) => {
+                    for ev in events.iter() {
+                        if let (Some(bottle_id), Some(id)) = (ev.bottle_id, &ev.proposal_id) {
+                            if OUTCOMES.contains(&ev.event) {
+                                outcomes.push((bottle_id, String::from(id.clone())));
+                            } else {
+                                waiters.wake(bottle_id, id);
+                            }
                         }
                     }
                 }
-                waiters.deliver_batch(&store, outcomes).await;
             }
+            // Whatever else is already there (`next` is cancel-safe).
+            match feed.next().now_or_never() {
+                Some(more) => next = more,
+                None => break,
+            }
+        }
+        if outcomes.is_empty() {
+            continue;
+        }
+        let named = outcomes.len();
+        let delivered = waiters.deliver_batch(&store, outcomes).await;
+        tracing::debug!(
+            named,
+            delivered,
+            "feed outcomes delivered in one transaction"
+        );
+        if delivered > 0 {
+            feed.read_now();
         }
     }
 }

@@ -11,7 +11,9 @@
 //! Layout: [`bin`] finds (or builds) a binary, [`Server`] runs `supervise-server` on a
 //! free loopback port and stops it on drop, [`Mcp`] is a minimal MCP client (JSON-RPC
 //! over HTTP POST, answers in JSON or SSE) on `std::net`, and [`cli`] runs `supervise`;
-//! `raw` has the reliability helpers (raw HTTP from a chosen source address, SQL reads).
+//! `raw` has the reliability helpers (raw HTTP from a chosen source address, SQL reads),
+//! [`console`] runs `supervise console` and speaks its API, [`browser`] drives headless
+//! Chromium through chromedriver.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -22,6 +24,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+pub mod browser;
+pub mod console;
 mod raw;
 pub use raw::*;
 
@@ -183,21 +187,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn supervise-server");
-        let (tx, rx) = mpsc::channel();
-        for stream in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
+        let rx = pipe_lines(&mut child);
         let mut seen = Vec::new();
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         loop {
@@ -246,6 +236,27 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The lines a child prints on stdout and stderr (it must have both piped), as they come,
+/// read by a thread each.
+pub fn pipe_lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    for stream in [
+        Box::new(child.stdout.take().expect("a piped stdout")) as Box<dyn Read + Send>,
+        Box::new(child.stderr.take().expect("a piped stderr")),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    rx
 }
 
 /// The first `127.0.0.1:PORT` in a log line with a non-zero port.

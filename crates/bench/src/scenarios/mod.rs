@@ -4,10 +4,12 @@
 //! Families: [`baseline`] (bare hyper), [`propose`], [`poll`] (`check-pending`, `deliver`,
 //! `list`), [`hold`] (`hold`, `hold-bare`), [`wake`] (`wake`, `wake-burst`), [`tasks`],
 //! [`abuse`] (`garbage-batch`, `sigterm-stalled`: what hostile clients cost the server) and
-//! [`egress`] (`squid-acl`: the Squid helper's lookups per second).
+//! [`egress`] (`squid-acl`: the Squid helper's lookups per second) and [`console`] (the
+//! console API's decide latency and its events stream).
 
 mod abuse;
 mod baseline;
+mod console;
 mod ctx;
 mod egress;
 mod hold;
@@ -27,8 +29,9 @@ use crate::db;
 use crate::stats::Row;
 
 /// Every scenario, in the order they run.
-pub const ALL_SCENARIOS: [&str; 13] = [
+pub const ALL_SCENARIOS: [&str; 15] = [
     "baseline-sqlite",
+    "baseline-sqlx",
     "baseline-http",
     "propose",
     "propose-capped",
@@ -40,6 +43,7 @@ pub const ALL_SCENARIOS: [&str; 13] = [
     "tasks",
     "garbage-batch",
     "squid-acl",
+    "console",
     "sigterm-stalled",
 ];
 
@@ -108,6 +112,10 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
         if want("baseline-sqlite") {
             let r = crate::baseline::sqlite_commits(&ctx.dir, ctx.duration + ctx.warmup).await;
             rows.push(push(r, "baseline-sqlite", "-"));
+        }
+        if want("baseline-sqlx") {
+            let r = crate::baseline::sqlx_commits(&ctx.dir, ctx.duration + ctx.warmup).await;
+            rows.push(push(r, "baseline-sqlx", "-"));
         }
         if want("baseline-http") {
             let r = baseline::baseline_http(ctx).await;
@@ -244,6 +252,9 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
     }
     if want("squid-acl") {
         rows.push(push(egress::squid_acl(ctx).await, "squid-acl", "-"));
+    }
+    if want("console") {
+        rows.push(push(console::console(ctx).await, "console", "-"));
     }
     if want("sigterm-stalled") {
         let r = abuse::sigterm_stalled(ctx).await;

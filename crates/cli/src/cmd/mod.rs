@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod bottle;
 pub mod check;
+pub mod console;
 pub mod decide;
 pub mod gate;
 pub mod list;

@@ -9,6 +9,7 @@ mod util;
 mod audit;
 mod bottles;
 mod bulk;
+mod console;
 mod database;
 mod decide;
 mod egress;

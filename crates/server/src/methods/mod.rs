@@ -59,15 +59,20 @@ impl Method {
         }
     }
 
-    /// Runs the method; the error is sent as the JSON-RPC error.
+    /// Runs the method; the error is sent as the JSON-RPC error. `params` is given away so
+    /// that a call that waits (a proposal tool) holds only what it parsed from them. The
+    /// arms that talk to the store are boxed: their futures are kilobytes (sqlx's state
+    /// machines), and inline they would size every call's state, held ones included, for
+    /// the largest of them.
     pub(crate) async fn call(
         self,
         name: &str,
         ctx: &Ctx<'_>,
-        params: Option<&Value>,
+        params: Option<Value>,
     ) -> Result<Value, ErrorObject> {
+        let params_ref = params.as_ref();
         match self {
-            Method::Initialize => initialize::call(ctx, params),
+            Method::Initialize => initialize::call(ctx, params_ref),
             Method::Ping => Ok(ping::call()),
             Method::ToolsList => Ok(tools_list::call(ctx)),
             Method::ToolsCall => tools_call::call(ctx, params).await,
@@ -75,11 +80,11 @@ impl Method {
             Method::PromptsList => Ok(empty::list(ctx, "prompts")),
             Method::ResourcesList => Ok(empty::list(ctx, "resources")),
             Method::ResourceTemplatesList => Ok(empty::list(ctx, "resourceTemplates")),
-            Method::PromptsGet => Err(empty::get_prompt(params)),
-            Method::ResourcesRead => Err(empty::read_resource(ctx, params)),
-            Method::TasksGet => tasks_get::call(ctx, params).await,
-            Method::TasksCancel => tasks_cancel::call(ctx, params).await,
-            Method::TasksUpdate => tasks_update::call(ctx, params),
+            Method::PromptsGet => Err(empty::get_prompt(params_ref)),
+            Method::ResourcesRead => Err(empty::read_resource(ctx, params_ref)),
+            Method::TasksGet => Box::pin(tasks_get::call(ctx, params_ref)).await,
+            Method::TasksCancel => Box::pin(tasks_cancel::call(ctx, params_ref)).await,
+            Method::TasksUpdate => tasks_update::call(ctx, params_ref),
             Method::Unknown => Err(ErrorObject::method_not_found(name)),
         }
     }

@@ -2,7 +2,7 @@
 //! example shows); everything the tool itself refuses is a result with `isError: true`. A
 //! proposal call that declared the tasks extension may be answered with a task.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use supervise_protocol::{CallToolParams, ErrorObject, methods, parse_params};
 use supervise_store::text::escape_untrusted;
 
@@ -10,14 +10,56 @@ use super::ctx::Ctx;
 use crate::grace::{Filed, Wait};
 use crate::{task, tools};
 
-pub(crate) async fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value, ErrorObject> {
-    let params: CallToolParams = parse_params(methods::TOOLS_CALL, params)?;
-    let args = params.arguments.unwrap_or_default();
-    let answer = match tools::parse(&params.name, &args) {
+pub(crate) async fn call(ctx: &Ctx<'_>, params: Option<Value>) -> Result<Value, ErrorObject> {
+    let empty = Map::new();
+    let (name, parsed) = match name_and_arguments(params.as_ref(), &empty) {
+        Some((name, args)) => (name.to_owned(), tools::parse(name, args)),
+        None => {
+            // Not the usual shape: serde's reading gives the exact refusal (or the rare
+            // shape it accepts that the quick reading does not).
+            let params: CallToolParams = parse_params(methods::TOOLS_CALL, params.as_ref())?;
+            let parsed = tools::parse(&params.name, &params.arguments.unwrap_or_default());
+            (params.name, parsed)
+        }
+    };
+    // The call holds only its typed arguments from here, also while it waits.
+    drop(params);
+    call_parsed(ctx, &name, parsed).await
+}
+
+/// `params.name` and `params.arguments` read in place, when `params` has the shape
+/// `CallToolParams` accepts: a string `name`, `arguments` and `_meta` objects or null or
+/// absent (anything else is ignored, as its `extra` is). `None`: let serde decide.
+fn name_and_arguments<'a>(
+    params: Option<&'a Value>,
+    empty: &'a Map<String, Value>,
+) -> Option<(&'a str, &'a Map<String, Value>)> {
+    let params = params?.as_object()?;
+    let name = params.get("name")?.as_str()?;
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => empty,
+        Some(Value::Object(args)) => args,
+        Some(_) => return None,
+    };
+    if !matches!(
+        params.get("_meta"),
+        None | Some(Value::Null | Value::Object(_))
+    ) {
+        return None;
+    }
+    Some((name, args))
+}
+
+async fn call_parsed(
+    ctx: &Ctx<'_>,
+    name: &str,
+    parsed: Option<Result<tools::Call, crate::answer::Answer>>,
+) -> Result<Value, ErrorObject> {
+    let answer = match parsed {
         None => {
             return Err(ErrorObject::invalid_params(format!(
                 "Unknown tool: {} (this server has: {})",
-                params.name,
+                name,
                 tools::NAMES.join(", ")
             )));
         }
@@ -34,11 +76,11 @@ pub(crate) async fn call(ctx: &Ctx<'_>, params: Option<&Value>) -> Result<Value,
     let answer = match answer {
         Filed::Answer(a) => a,
         Filed::Task(t, p) => {
-            tracing::debug!(tool = ?escape_untrusted(&params.name), "tool answered with a task");
+            tracing::debug!(tool = ?escape_untrusted(name), "tool answered with a task");
             return serde_json::to_value(task::created(ctx.app.config.task_poll_interval, &t, &p))
                 .map_err(ErrorObject::internal);
         }
     };
-    tracing::debug!(tool = ?escape_untrusted(&params.name), status = answer.status.unwrap_or("list"), "tool answered");
-    serde_json::to_value(answer.into_result(ctx.version)).map_err(ErrorObject::internal)
+    tracing::debug!(tool = ?escape_untrusted(name), status = answer.status.unwrap_or("list"), "tool answered");
+    Ok(answer.into_result_value(ctx.version))
 }

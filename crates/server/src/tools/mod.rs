@@ -61,10 +61,10 @@ pub(crate) async fn apply(app: &App, bottle: &Bottle, call: Call, wait: Wait) ->
         return answer;
     }
     let ip = bottle.ip;
-    match app.bottles.reattribute(&app.store, bottle).await {
+    match Box::pin(app.bottles.reattribute(&app.store, bottle)).await {
         Ok(Some(fresh)) => {
             tracing::info!(%ip, stale = %bottle.slug, bottle = %fresh.slug, "address re-attributed: its bottle was removed");
-            apply_as(app, &fresh, retry, wait)
+            Box::pin(apply_as(app, &fresh, retry, wait))
                 .await
                 .unwrap_or_else(|Stale| unregistered(ip).into())
         }
@@ -92,9 +92,15 @@ async fn apply_as(app: &App, bottle: &Bottle, call: Call, wait: Wait) -> Result<
     match call {
         Call::ProposeEgress(a) => propose_egress::apply(app, bottle, a, wait).await,
         Call::ProposeGitPush(a) => propose_git_push::apply(app, bottle, a, wait).await,
-        Call::CheckProposal(a) => check_proposal::apply(app, bottle, a).await.map(Into::into),
-        Call::ListProposals => list_proposals::apply(app, bottle).await.map(Into::into),
-        Call::WithdrawProposal(a) => withdraw_proposal::apply(app, bottle, a)
+        // Boxed: the store's futures are kilobytes, and these calls never wait, so they
+        // should not size the state of the proposal calls that do (see `Method::call`).
+        Call::CheckProposal(a) => Box::pin(check_proposal::apply(app, bottle, a))
+            .await
+            .map(Into::into),
+        Call::ListProposals => Box::pin(list_proposals::apply(app, bottle))
+            .await
+            .map(Into::into),
+        Call::WithdrawProposal(a) => Box::pin(withdraw_proposal::apply(app, bottle, a))
             .await
             .map(Into::into),
     }

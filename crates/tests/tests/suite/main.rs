@@ -9,13 +9,15 @@
 //! - `fuzz`: generated and mutated `tools/call` requests (`scripts/fuzz.sh`);
 //! - `backpressure`: the pending cap and the waiting-call limits;
 //! - `busy`: a write lock held by another process;
-//! - `gate`: the git gate with real git, the bottle on MCP and the operator on the CLI.
+//! - `gate`: the git gate with real git, the bottle on MCP and the operator on the CLI;
+//! - `console`: the review console in real Chromium and its API, beside the CLI and an agent.
 //!
 //! Run one with a filter: `cargo test -p supervise-tests --test suite -- crash::`.
 
 mod backpressure;
 mod bad_input;
 mod busy;
+mod console;
 mod crash;
 mod delivery;
 mod e2e;

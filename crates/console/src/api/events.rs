@@ -1,0 +1,162 @@
+//! `GET /events?after=SEQ`: the change feed. With `Accept: text/event-stream` it streams
+//! Server-Sent Events (`id` = seq, `event` = the event's name, `data` = the event), first
+//! the backlog after SEQ (or after `Last-Event-ID`, or from now), then each event as the
+//! feed reader sees it; otherwise the events after SEQ as a JSON array (at most 1000: ask
+//! again after the last one). Only events the operator may see are sent.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Json, Response};
+use futures_util::stream;
+use serde::Deserialize;
+use supervise_store::{Actor, Event};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use utoipa::IntoParams;
+
+use super::model::{ErrorDoc, EventDoc};
+use super::{ApiError, bad_query};
+use crate::app::App;
+use crate::auth::ApiUser;
+use crate::pages::visible;
+
+/// Events in one JSON answer at most.
+const JSON_LIMIT: u32 = 1000;
+/// Events read from the store per query while catching up.
+const PAGE: u32 = 512;
+/// How often an open stream checks that its token still holds.
+const RECHECK: Duration = Duration::from_secs(5);
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct EventsQuery {
+    /// Events after this sequence number (default: all for JSON, from now for a stream).
+    after: Option<i64>,
+}
+
+/// The change feed as JSON; with `Accept: text/event-stream`, as a live stream.
+#[utoipa::path(get, path = "/api/v1/events", params(EventsQuery), tag = "events",
+    responses(
+        (status = 200, description = "events after SEQ, oldest first", body = Vec<EventDoc>),
+        (status = 400, body = ErrorDoc), (status = 401, body = ErrorDoc),
+    ))]
+pub(crate) async fn events(
+    State(app): State<App>,
+    user: ApiUser,
+    headers: HeaderMap,
+    query: Result<Query<EventsQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(bad_query)?;
+    let wants_stream = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    if !wants_stream {
+        let after = q.after.unwrap_or(0).max(0);
+        let events = app.store().events_after(after, JSON_LIMIT).await?;
+        let docs: Vec<EventDoc> = events
+            .iter()
+            .filter(|e| visible(&user.actor, e))
+            .map(EventDoc::from)
+            .collect();
+        return Ok(Json(docs).into_response());
+    }
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<i64>().ok());
+    let after = match q.after.or(resume) {
+        Some(seq) => seq.max(0),
+        None => app.store().last_seq().await?,
+    };
+    Ok(stream_from(app, user, after))
+}
+
+fn sse(event: &Event) -> SseEvent {
+    let data = serde_json::to_string(&EventDoc::from(event)).unwrap_or_else(|_| "{}".into());
+    SseEvent::default()
+        .id(event.seq.to_string())
+        .event(event.event.as_str())
+        .data(data)
+}
+
+/// Sends the visible events after `pos` from the store, oldest first; the new position.
+async fn catch_up(
+    app: &App,
+    actor: &Actor,
+    mut pos: i64,
+    tx: &mpsc::Sender<SseEvent>,
+) -> Option<i64> {
+    loop {
+        let page = match app.store().events_after(pos, PAGE).await {
+            Ok(page) => page,
+            Err(err) => {
+                tracing::debug!(error = %err, "reading the feed for a stream failed");
+                return Some(pos);
+            }
+        };
+        let full = page.len() == PAGE as usize;
+        for event in &page {
+            pos = event.seq;
+            if visible(actor, event) && tx.send(sse(event)).await.is_err() {
+                return None;
+            }
+        }
+        if !full {
+            return Some(pos);
+        }
+    }
+}
+
+fn stream_from(app: App, user: ApiUser, after: i64) -> Response {
+    let (tx, rx) = mpsc::channel::<SseEvent>(64);
+    // Subscribed before the backlog is read, so nothing falls between the two; events the
+    // backlog already sent are skipped by their sequence number.
+    let mut feed = app.subscribe();
+    let mut stop = app.stopping();
+    tokio::spawn(async move {
+        let Some(mut pos) = catch_up(&app, &user.actor, after, &tx).await else {
+            return;
+        };
+        let mut recheck = tokio::time::interval(RECHECK);
+        recheck.tick().await;
+        loop {
+            tokio::select! {
+                _ = tx.closed() => return,
+                _ = stop.changed() => return,
+                _ = recheck.tick() => {
+                    if let Ok(None) = app.store().token_operator(&user.token).await {
+                        return;
+                    }
+                }
+                received = feed.recv() => match received {
+                    Ok(event) if event.seq <= pos => {}
+                    Ok(event) => {
+                        pos = event.seq;
+                        if visible(&user.actor, &event) && tx.send(sse(&event)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(RecvError::Lagged(_)) => {
+                        match catch_up(&app, &user.actor, pos, &tx).await {
+                            Some(p) => pos = p,
+                            None => return,
+                        }
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+            }
+        }
+    });
+    let body = stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
+    });
+    Sse::new(body)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}

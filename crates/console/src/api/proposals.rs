@@ -1,0 +1,213 @@
+//! `GET /proposals`, `GET /proposals/{id}` and the three decisions. Reads are filtered to
+//! the operator's bottles (out of scope reads as not found); decisions go to the store with
+//! the operator's `Actor`, which refuses a missing role (403) or a bottle out of scope (404).
+
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::response::Json;
+use serde::Deserialize;
+use supervise_store::{StatusFilter, StoreError, Verdict, clock};
+use utoipa::IntoParams;
+
+use super::model::{DecideBody, ErrorDoc, EventDoc, ProposalDetail, ProposalDoc, ProposalList};
+use super::{ApiError, bad_query};
+use crate::app::App;
+use crate::auth::ApiUser;
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// `pending` (default), `decided`, `archived`, `expired` or `all`.
+    status: Option<String>,
+    /// Only this bottle's proposals.
+    bottle: Option<String>,
+}
+
+/// Proposals in the operator's bottles, oldest first.
+#[utoipa::path(get, path = "/api/v1/proposals", params(ListQuery), tag = "proposals",
+    responses(
+        (status = 200, body = ProposalList),
+        (status = 400, body = ErrorDoc), (status = 401, body = ErrorDoc),
+    ))]
+pub(crate) async fn list(
+    State(app): State<App>,
+    user: ApiUser,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<ProposalList>, ApiError> {
+    let Query(q) = query.map_err(bad_query)?;
+    let status = match q.status.as_deref() {
+        None | Some("") => StatusFilter::Pending,
+        Some(s) => StatusFilter::parse(s).ok_or_else(|| {
+            ApiError::bad_request(
+                Some("status"),
+                "status is pending, decided, archived, expired or all",
+            )
+        })?,
+    };
+    let proposals = app.store().list(None, status).await?;
+    let proposals = proposals
+        .iter()
+        .filter(|p| user.actor.sees(&p.bottle))
+        .filter(|p| q.bottle.as_deref().is_none_or(|b| b == p.bottle))
+        .map(ProposalDoc::from)
+        .collect();
+    Ok(Json(ProposalList { proposals }))
+}
+
+/// One proposal (full id or a unique prefix) with its history.
+#[utoipa::path(get, path = "/api/v1/proposals/{id}", tag = "proposals",
+    params(("id" = String, Path, description = "proposal id or a unique prefix")),
+    responses(
+        (status = 200, body = ProposalDetail),
+        (status = 400, body = ErrorDoc), (status = 401, body = ErrorDoc),
+        (status = 404, body = ErrorDoc),
+    ))]
+pub(crate) async fn show(
+    State(app): State<App>,
+    user: ApiUser,
+    Path(id): Path<String>,
+) -> Result<Json<ProposalDetail>, ApiError> {
+    let not_found = || ApiError::not_found(format!("no proposal with id {id}"));
+    match app.store().show(&id).await {
+        Ok((p, events)) if user.actor.sees(&p.bottle) => Ok(Json(ProposalDetail {
+            proposal: ProposalDoc::from(&p),
+            history: events.iter().map(EventDoc::from).collect(),
+        })),
+        Ok(_) | Err(StoreError::ProposalNotFound(_)) => Err(not_found()),
+        // A prefix shared with a proposal out of scope says nothing about it.
+        Err(StoreError::AmbiguousId(_)) if !user.actor.bottles.is_empty() => Err(not_found()),
+        Err(err) => Err(err.into()),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Action {
+    Approve,
+    Modify,
+    Reject,
+}
+
+/// Approve as proposed.
+#[utoipa::path(post, path = "/api/v1/proposals/{id}/approve", tag = "proposals",
+    params(("id" = String, Path, description = "proposal id or a unique prefix")),
+    request_body(content = Option<DecideBody>, content_type = "application/json"),
+    responses(
+        (status = 200, body = ProposalDoc),
+        (status = 400, body = ErrorDoc), (status = 401, body = ErrorDoc),
+        (status = 403, body = ErrorDoc), (status = 404, body = ErrorDoc),
+        (status = 409, description = "already decided: who and when", body = ErrorDoc),
+    ))]
+pub(crate) async fn approve(
+    app: State<App>,
+    user: ApiUser,
+    id: Path<String>,
+    body: Bytes,
+) -> Result<Json<ProposalDoc>, ApiError> {
+    decide(app, user, id, body, Action::Approve).await
+}
+
+/// Approve a different change of the same kind: `change` is merged over the proposed one.
+#[utoipa::path(post, path = "/api/v1/proposals/{id}/modify", tag = "proposals",
+    params(("id" = String, Path, description = "proposal id or a unique prefix")),
+    request_body(content = DecideBody, content_type = "application/json"),
+    responses(
+        (status = 200, body = ProposalDoc),
+        (status = 400, body = ErrorDoc), (status = 401, body = ErrorDoc),
+        (status = 403, body = ErrorDoc), (status = 404, body = ErrorDoc),
+        (status = 409, description = "already decided: who and when", body = ErrorDoc),
+    ))]
+pub(crate) async fn modify(
+    app: State<App>,
+    user: ApiUser,
+    id: Path<String>,
+    body: Bytes,
+) -> Result<Json<ProposalDoc>, ApiError> {
+    decide(app, user, id, body, Action::Modify).await
+}
+
+/// Reject; the note reaches the agent.
+#[utoipa::path(post, path = "/api/v1/proposals/{id}/reject", tag = "proposals",
+    params(("id" = String, Path, description = "proposal id or a unique prefix")),
+    request_body(content = Option<DecideBody>, content_type = "application/json"),
+    responses(
+        (status = 200, body = ProposalDoc),
+        (status = 400, body = ErrorDoc), (status = 401, body = ErrorDoc),
+        (status = 403, body = ErrorDoc), (status = 404, body = ErrorDoc),
+        (status = 409, description = "already decided: who and when", body = ErrorDoc),
+    ))]
+pub(crate) async fn reject(
+    app: State<App>,
+    user: ApiUser,
+    id: Path<String>,
+    body: Bytes,
+) -> Result<Json<ProposalDoc>, ApiError> {
+    decide(app, user, id, body, Action::Reject).await
+}
+
+/// A grant's duration as the CLI's `--for` reads it: `90s`, `30m`, `8h`, `7d`, more than 0.
+pub(crate) fn grant_duration(text: &str) -> Result<std::time::Duration, String> {
+    let d = clock::parse_duration(text)
+        .map_err(|_| format!("{text:?} is not a duration like 90s, 30m, 8h or 7d"))?;
+    if d.is_zero() {
+        return Err("a grant must last longer than 0; leave it out for one until revoked".into());
+    }
+    Ok(d)
+}
+
+/// The body as JSON (empty means `{}`), in the API's error shape when it is not.
+pub(crate) fn parse_body<T: serde::de::DeserializeOwned + Default>(
+    body: &[u8],
+) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(None, format!("invalid JSON body: {e}")))
+}
+
+async fn decide(
+    State(app): State<App>,
+    user: ApiUser,
+    Path(id): Path<String>,
+    body: Bytes,
+    action: Action,
+) -> Result<Json<ProposalDoc>, ApiError> {
+    let body: DecideBody = parse_body(&body)?;
+    let grant_for = match body.grant_for.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(_) if action == Action::Reject => {
+            return Err(ApiError::bad_request(
+                Some("for"),
+                "a rejection grants nothing, so it takes no duration",
+            ));
+        }
+        Some(text) => {
+            Some(grant_duration(text).map_err(|e| ApiError::bad_request(Some("for"), e))?)
+        }
+    };
+    let verdict = match (action, body.change) {
+        (Action::Modify, Some(change)) => Verdict::Modify(change),
+        (Action::Modify, None) => {
+            return Err(ApiError::bad_request(
+                Some("change"),
+                "modify needs a change: the fields to merge over the proposed one",
+            ));
+        }
+        (_, Some(_)) => {
+            return Err(ApiError::bad_request(
+                Some("change"),
+                "only modify takes a change",
+            ));
+        }
+        (Action::Approve, None) => Verdict::Approve,
+        (Action::Reject, None) => Verdict::Reject,
+    };
+    let decided = app
+        .store()
+        .decide(&id, verdict, &user.actor, body.note.as_deref(), grant_for)
+        .await?;
+    tracing::info!(bottle = %decided.bottle, proposal = %decided.id, status = %decided.status,
+        operator = %user.actor.name, "decided through the API");
+    Ok(Json(ProposalDoc::from(&decided)))
+}

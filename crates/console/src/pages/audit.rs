@@ -1,0 +1,216 @@
+//! The audit trail, newest first, filtered by bottle, event, operator and time, and its
+//! export as JSON lines (`?format=jsonl`, the same filters). An operator sees the events
+//! of the bottles in their scope; events of no bottle (operators, sign-ins) only admins.
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use supervise_store::{Actor, Event, EventKind, Timestamp, clock};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::{Chrome, PageError, html};
+use crate::app::App;
+use crate::auth::PageUser;
+use crate::view;
+
+/// Events shown on the page at most (the export has them all).
+const PAGE_LIMIT: usize = 500;
+
+#[derive(Deserialize, Default)]
+pub(crate) struct AuditQuery {
+    #[serde(default)]
+    bottle: String,
+    #[serde(default)]
+    event: String,
+    #[serde(default)]
+    operator: String,
+    #[serde(default)]
+    since: String,
+    #[serde(default)]
+    until: String,
+    #[serde(default)]
+    format: String,
+}
+
+pub(crate) struct AuditEvent {
+    pub at: String,
+    pub event: &'static str,
+    pub actor: String,
+    pub via: Option<String>,
+    pub bottle: Option<String>,
+    pub proposal_id: Option<String>,
+    pub short: String,
+    pub change: Option<String>,
+    pub note: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "audit.html")]
+struct AuditPage {
+    chrome: Chrome,
+    q: AuditQuery,
+    event_names: Vec<&'static str>,
+    events: Vec<AuditEvent>,
+    shown: usize,
+    total: usize,
+    export: String,
+    error: Option<String>,
+}
+
+/// Whether `actor` may see `event`: the store's scope rule for its bottle; admins for
+/// events of no bottle.
+pub(crate) fn visible(actor: &Actor, event: &Event) -> bool {
+    match &event.bottle {
+        Some(slug) => actor.sees(slug),
+        None => actor.is_admin(),
+    }
+}
+
+/// A time filter: RFC 3339, or a duration meaning that long ago (`1h`, `7d`).
+fn parse_when(text: &str) -> Result<Option<OffsetDateTime>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    if let Ok(t) = OffsetDateTime::parse(text, &Rfc3339) {
+        return Ok(Some(t));
+    }
+    clock::parse_duration(text)
+        .map(|d| Some(Timestamp::before(d).to_time()))
+        .map_err(|_| format!("{text:?} is neither an RFC 3339 time nor a duration like 1h"))
+}
+
+pub(crate) async fn page(
+    State(app): State<App>,
+    user: PageUser,
+    Query(q): Query<AuditQuery>,
+) -> Result<Response, PageError> {
+    let mut error = None;
+    let since = parse_when(&q.since).unwrap_or_else(|e| {
+        error = Some(e);
+        None
+    });
+    let until = parse_when(&q.until).unwrap_or_else(|e| {
+        error = Some(e);
+        None
+    });
+    let event = match q.event.trim() {
+        "" => None,
+        name => match name.parse::<EventKind>() {
+            Ok(kind) => Some(kind),
+            Err(_) => {
+                error = Some(format!("no event named {name:?}"));
+                None
+            }
+        },
+    };
+    let operator = q.operator.trim();
+    let all = app.store().audit(None).await?;
+    let matching: Vec<&Event> = all
+        .iter()
+        .filter(|e| visible(&user.actor, e))
+        .filter(|e| q.bottle.trim().is_empty() || e.bottle.as_deref() == Some(q.bottle.trim()))
+        .filter(|e| event.is_none_or(|k| e.event == k))
+        .filter(|e| {
+            operator.is_empty() || e.actor == format!("operator:{operator}") || e.actor == operator
+        })
+        .filter(|e| since.is_none_or(|t| e.at.to_time() >= t))
+        .filter(|e| until.is_none_or(|t| e.at.to_time() <= t))
+        .collect();
+    if q.format == "jsonl" {
+        return Ok(jsonl(&matching));
+    }
+    let total = matching.len();
+    let events: Vec<AuditEvent> = matching
+        .iter()
+        .rev()
+        .take(PAGE_LIMIT)
+        .map(|e| AuditEvent {
+            at: e.at.to_string(),
+            event: e.event.as_str(),
+            actor: view::untrusted(&e.actor),
+            via: e.via.map(|v| v.to_string()),
+            bottle: e.bottle.as_deref().map(view::untrusted),
+            proposal_id: e.proposal_id.as_ref().map(|p| p.to_string()),
+            short: e
+                .proposal_id
+                .as_ref()
+                .map(|p| view::short_id(p).to_owned())
+                .unwrap_or_default(),
+            change: match (e.kind, &e.change) {
+                (Some(kind), Some(change)) => Some(view::change_text(kind, change)),
+                _ => None,
+            },
+            note: e.note.as_deref().map(view::untrusted),
+        })
+        .collect();
+    let export = export_link(&q);
+    let page = AuditPage {
+        chrome: Chrome::new(&user, "Audit", "audit"),
+        shown: events.len(),
+        total,
+        events,
+        event_names: EventKind::ALL.iter().map(|k| k.as_str()).collect(),
+        export,
+        q,
+        error,
+    };
+    Ok(html(StatusCode::OK, &page))
+}
+
+fn export_link(q: &AuditQuery) -> String {
+    let mut pairs = vec![("format", "jsonl")];
+    for (name, value) in [
+        ("bottle", &q.bottle),
+        ("event", &q.event),
+        ("operator", &q.operator),
+        ("since", &q.since),
+        ("until", &q.until),
+    ] {
+        if !value.trim().is_empty() {
+            pairs.push((name, value.trim()));
+        }
+    }
+    let query: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", percent(v)))
+        .collect();
+    format!("/audit?{}", query.join("&"))
+}
+
+fn percent(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~:".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// One JSON document per line, oldest first, as a download.
+fn jsonl(events: &[&Event]) -> Response {
+    let mut body = String::new();
+    for e in events {
+        if let Ok(line) = serde_json::to_string(e) {
+            body.push_str(&line);
+            body.push('\n');
+        }
+    }
+    (
+        [
+            (header::CONTENT_TYPE, "application/x-ndjson; charset=utf-8"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"supervise-audit.jsonl\"",
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}

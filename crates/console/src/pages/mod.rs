@@ -1,0 +1,183 @@
+//! The operator's pages: one module per page, each with its handlers and its template
+//! (in `templates/`). Every page works without JavaScript; `static/live.js` only refreshes
+//! the part marked `id="live"` when the change feed says something happened.
+
+mod admin;
+mod audit;
+mod grants;
+mod live;
+mod proposal;
+mod queue;
+mod sign_in;
+
+use askama::Template;
+use axum::Router;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use supervise_store::StoreError;
+
+use crate::app::App;
+use crate::auth::PageUser;
+
+pub(crate) use audit::visible;
+
+pub(crate) fn router() -> Router<App> {
+    Router::new()
+        .route("/", get(queue::page))
+        .route("/proposals/{id}", get(proposal::page))
+        .route("/proposals/{id}/approve", post(proposal::approve))
+        .route("/proposals/{id}/modify", post(proposal::modify))
+        .route("/proposals/{id}/reject", post(proposal::reject))
+        .route("/grants", get(grants::page))
+        .route("/grants/{id}/revoke", post(grants::revoke))
+        .route("/audit", get(audit::page))
+        .route("/bottles", get(admin::bottles).post(admin::add_bottle))
+        .route("/bottles/{slug}/remove", post(admin::remove_bottle))
+        .route(
+            "/operators",
+            get(admin::operators).post(admin::add_operator),
+        )
+        .route("/operators/{name}/remove", post(admin::remove_operator))
+        .route("/operators/{name}/link", post(admin::new_link))
+        .route("/operators/{name}/token", post(admin::new_token))
+        .route("/sign-in", get(sign_in::need_link))
+        .route("/sign-in/{secret}", get(sign_in::page).post(sign_in::spend))
+        .route("/sign-out", post(sign_in::sign_out))
+        .route("/live", get(live::stream))
+        .fallback(not_found)
+}
+
+/// What every signed-in page's frame shows: who is signed in, the navigation (admins see
+/// bottles and operators), the sign-out form with its CSRF token, and whether the page
+/// follows the live feed.
+pub(crate) struct Chrome {
+    pub title: String,
+    pub section: &'static str,
+    pub name: String,
+    pub role: String,
+    pub admin: bool,
+    pub manages_operators: bool,
+    pub csrf: String,
+    /// `data-live` on the body: the script refreshes `#live` on changes when set.
+    pub live: bool,
+}
+
+impl Chrome {
+    pub(crate) fn new(user: &PageUser, title: impl Into<String>, section: &'static str) -> Chrome {
+        Chrome {
+            title: title.into(),
+            section,
+            name: user.operator.name.clone(),
+            role: user.operator.role.to_string(),
+            admin: user.actor.is_admin(),
+            manages_operators: user.actor.manages_operators(),
+            csrf: user.csrf.clone(),
+            live: true,
+        }
+    }
+}
+
+/// Renders a template into a page with `status`.
+pub(crate) fn html(status: StatusCode, page: &impl Template) -> Response {
+    match page.render() {
+        Ok(body) => (status, Html(body)).into_response(),
+        Err(err) => {
+            tracing::error!(error = %err, "rendering a page failed");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the page could not be rendered",
+            )
+                .into_response()
+        }
+    }
+}
+
+/// A page that could not be served: no session (to the sign-in page), or an error page.
+#[derive(Debug)]
+pub(crate) enum PageError {
+    SignIn,
+    Status {
+        status: StatusCode,
+        title: &'static str,
+        message: String,
+    },
+}
+
+impl PageError {
+    pub(crate) fn forbidden(message: impl Into<String>) -> PageError {
+        PageError::Status {
+            status: StatusCode::FORBIDDEN,
+            title: "Not allowed",
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn bad_request(message: impl Into<String>) -> PageError {
+        PageError::Status {
+            status: StatusCode::BAD_REQUEST,
+            title: "Not accepted",
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn not_found(message: impl Into<String>) -> PageError {
+        PageError::Status {
+            status: StatusCode::NOT_FOUND,
+            title: "Not found",
+            message: message.into(),
+        }
+    }
+}
+
+impl From<StoreError> for PageError {
+    fn from(err: StoreError) -> PageError {
+        let status = crate::error::status_of(&err);
+        if status.is_server_error() {
+            tracing::warn!(error = %err, "a console request failed in the store");
+        }
+        let title = match status {
+            StatusCode::BAD_REQUEST => "Not accepted",
+            StatusCode::FORBIDDEN => "Not allowed",
+            StatusCode::NOT_FOUND => "Not found",
+            StatusCode::CONFLICT => "Already changed",
+            StatusCode::SERVICE_UNAVAILABLE => "Busy",
+            _ => "Something failed",
+        };
+        PageError::Status {
+            status,
+            title,
+            message: err.to_string(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    title: &'a str,
+    message: &'a str,
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        match self {
+            PageError::SignIn => Redirect::to("/sign-in").into_response(),
+            PageError::Status {
+                status,
+                title,
+                message,
+            } => html(
+                status,
+                &ErrorPage {
+                    title,
+                    message: &message,
+                },
+            ),
+        }
+    }
+}
+
+async fn not_found() -> PageError {
+    PageError::not_found("there is no such page")
+}

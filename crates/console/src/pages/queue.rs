@@ -1,0 +1,83 @@
+//! The queue: pending proposals in the operator's bottles, oldest first, with what an
+//! operator needs to decide at a glance (change, flags, hits, age, time left,
+//! justification). `live.js` refreshes it when the change feed moves.
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+use supervise_store::{Proposal, StatusFilter};
+
+use super::{Chrome, PageError, html};
+use crate::app::App;
+use crate::auth::PageUser;
+use crate::view;
+
+/// One card of the queue.
+pub(crate) struct Row {
+    pub id: String,
+    pub bottle: String,
+    pub kind: &'static str,
+    pub change: String,
+    /// (flag, meaning)
+    pub flags: Vec<(&'static str, &'static str)>,
+    pub hits: i64,
+    pub age: String,
+    pub time_left: String,
+    pub justification: String,
+}
+
+impl Row {
+    pub(crate) fn of(p: &Proposal) -> Row {
+        Row {
+            id: p.id.to_string(),
+            bottle: view::untrusted(&p.bottle),
+            kind: p.kind.as_str(),
+            change: view::change_text(p.kind, &p.change),
+            flags: p
+                .flags
+                .iter()
+                .map(|f| (f.as_str(), view::flag_meaning(*f)))
+                .collect(),
+            hits: p.hits,
+            age: view::age(&p.created_at),
+            time_left: match &p.expires_at {
+                None => "never expires".into(),
+                Some(_) => format!("{} left", view::time_left(p.expires_at.as_ref())),
+            },
+            justification: view::untrusted(&p.justification),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "queue.html")]
+struct QueuePage {
+    chrome: Chrome,
+    rows: Vec<Row>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct QueueQuery {
+    bottle: Option<String>,
+}
+
+pub(crate) async fn page(
+    State(app): State<App>,
+    user: PageUser,
+    Query(q): Query<QueueQuery>,
+) -> Result<Response, PageError> {
+    let pending = app.store().list(None, StatusFilter::Pending).await?;
+    let rows = pending
+        .iter()
+        .filter(|p| user.actor.sees(&p.bottle))
+        .filter(|p| q.bottle.as_deref().is_none_or(|b| b == p.bottle))
+        .map(Row::of)
+        .collect();
+    let page = QueuePage {
+        chrome: Chrome::new(&user, "Queue", "queue"),
+        rows,
+    };
+    Ok(html(StatusCode::OK, &page))
+}

@@ -1,0 +1,119 @@
+//! Signing in and out. Opening a link shows a button and changes nothing (a link preview
+//! or a scanner cannot use it up); pressing it posts, spends the link and starts a session
+//! cookie. Attempts are rate-limited per source address.
+
+use askama::Template;
+use axum::Form;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use supervise_store::{SignInRefusal, StoreError, Timestamp};
+
+use super::grants::CsrfForm;
+use super::{PageError, html};
+use crate::app::App;
+use crate::auth::{self, PageUser, check_post, same_origin};
+use crate::listener::Peer;
+
+#[derive(Template)]
+#[template(path = "sign_in.html")]
+struct SignInPage {
+    /// The form's target; `None` on the "sign in with your link" page.
+    action: Option<String>,
+    message: Option<String>,
+}
+
+pub(crate) async fn need_link() -> Response {
+    html(
+        StatusCode::OK,
+        &SignInPage {
+            action: None,
+            message: None,
+        },
+    )
+}
+
+pub(crate) async fn page(Path(secret): Path<String>) -> Response {
+    // The secret goes back only into this page's own form (escaped); nothing is looked up.
+    html(
+        StatusCode::OK,
+        &SignInPage {
+            action: Some(format!("/sign-in/{secret}")),
+            message: None,
+        },
+    )
+}
+
+fn refused(status: StatusCode, message: &str) -> Response {
+    html(
+        status,
+        &SignInPage {
+            action: None,
+            message: Some(message.to_owned()),
+        },
+    )
+}
+
+pub(crate) async fn spend(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    headers: HeaderMap,
+    Path(secret): Path<String>,
+) -> Response {
+    if !app.limiter().allow(peer.0.ip()) {
+        tracing::info!(peer = %peer.0.ip(), "sign-in rate limit reached");
+        let mut resp = refused(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many sign-in attempts from this address; wait a minute",
+        );
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("60"));
+        return resp;
+    }
+    if !same_origin(&app, &headers) {
+        return refused(
+            StatusCode::FORBIDDEN,
+            "this sign-in was not sent from the console's own page",
+        );
+    }
+    match app.store().sign_in(&secret).await {
+        Ok(session) => {
+            tracing::info!(operator = %session.operator.name, "signed in");
+            let max_age = session.expires_at.seconds_until();
+            let cookie = auth::session_cookie(&app, session.secret.expose(), max_age);
+            let mut resp = Redirect::to("/").into_response();
+            if let Ok(v) = header::HeaderValue::from_str(&cookie) {
+                resp.headers_mut().insert(header::SET_COOKIE, v);
+            }
+            resp
+        }
+        Err(StoreError::SignInRefused(why)) => {
+            let message = match why {
+                SignInRefusal::Spent => "this sign-in link was already used",
+                SignInRefusal::Expired => "this sign-in link has expired (links last 15 minutes)",
+                _ => "this sign-in link is not valid",
+            };
+            refused(
+                StatusCode::FORBIDDEN,
+                &format!("{message}; ask an admin for a new one (supervise operator link NAME)"),
+            )
+        }
+        Err(err) => PageError::from(err).into_response(),
+    }
+}
+
+pub(crate) async fn sign_out(
+    State(app): State<App>,
+    user: PageUser,
+    headers: HeaderMap,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, PageError> {
+    check_post(&app, &headers, &user, form.csrf.as_deref())?;
+    app.store().sign_out(&user.secret).await?;
+    tracing::info!(operator = %user.operator.name, at = %Timestamp::now(), "signed out");
+    let mut resp = Redirect::to("/sign-in").into_response();
+    if let Ok(v) = header::HeaderValue::from_str(&auth::clear_cookie(&app)) {
+        resp.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    Ok(resp)
+}
