@@ -27,7 +27,7 @@ use tracing::Instrument;
 use crate::app::App;
 use crate::body::ReplyBody;
 use crate::config::MAX_BODY_BYTES;
-use crate::rpc;
+use crate::rpc::{self, Read};
 use crate::write_timeout::WriteTimeout;
 
 /// Accepts connections until `shutdown` resolves; returns the handle that drains them. Each
@@ -141,13 +141,6 @@ async fn route(app: &App, ip: IpAddr, req: Box<Request<Incoming>>) -> Response<R
     };
     let reply = rpc::handle(app, read).await;
     reply_response(reply)
-}
-
-/// A `POST /mcp` request as [`rpc::handle`] takes it.
-pub(crate) struct Read {
-    pub(crate) bottle: supervise_store::Bottle,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Bytes,
 }
 
 /// A `POST /mcp` request read and checked: its bottle, headers and body; or the answer to

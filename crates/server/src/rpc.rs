@@ -25,7 +25,6 @@ use supervise_store::text::escape_untrusted;
 
 use crate::app::App;
 use crate::config::MAX_BATCH_ANSWER_BYTES;
-use crate::http::Read;
 use crate::methods::{Ctx, Method};
 
 /// What to send back.
@@ -37,6 +36,13 @@ pub(crate) enum Reply {
     Json { status: StatusCode, body: Vec<u8> },
     /// 200 with a Server-Sent Events stream (`subscriptions/listen`).
     Stream(tokio::sync::mpsc::Receiver<bytes::Bytes>),
+}
+
+/// A `POST /mcp` request as the HTTP layer read and checked it: its bottle, headers and body.
+pub(crate) struct Read {
+    pub(crate) bottle: Bottle,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
 }
 
 /// Handles one POST body from `bottle`. The body and the headers are given away: they

@@ -24,6 +24,7 @@ mod pg;
 mod proposals;
 mod rows;
 mod schema;
+mod secrets;
 mod sessions;
 mod task_rows;
 mod tasks;
@@ -44,7 +45,7 @@ pub use changes::Changes;
 
 use crate::error::{StoreError, StoreResult};
 
-pub use sessions::{SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL};
+pub use secrets::{SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL};
 
 /// Limits that shape what `propose` accepts. The server sets them from its flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

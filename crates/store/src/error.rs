@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::model::{BottleId, EndReason, SignInRefusal, Status, Timestamp};
+use crate::model::{Actor, BottleId, EndReason, SignInRefusal, Status, Timestamp};
 
 /// Result alias for store operations.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -151,6 +151,14 @@ fn by_when(by: &Option<String>, at: &Option<Timestamp>) -> String {
 }
 
 impl StoreError {
+    /// The refusal of an act the actor's role does not allow.
+    pub(crate) fn forbidden(by: &Actor, action: &'static str) -> StoreError {
+        StoreError::Forbidden {
+            operator: by.name.clone(),
+            action,
+        }
+    }
+
     /// Whether retrying the same call later may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(self, StoreError::Busy)

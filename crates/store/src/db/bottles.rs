@@ -7,7 +7,6 @@ use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::Store;
-use super::decisions::forbidden;
 use super::rows::{self, BOTTLE_COLUMNS, BottleRow};
 use super::trail::{NewEvent, SYSTEM, actor_of, record};
 use crate::error::{StoreError, StoreResult};
@@ -40,7 +39,7 @@ impl Store {
     pub async fn add_bottle(&self, slug: &str, ip: IpAddr, by: &Actor) -> StoreResult<Bottle> {
         validate_slug(slug)?;
         if !by.is_admin() || !by.sees(slug) {
-            return Err(forbidden(by, "add bottles"));
+            return Err(StoreError::forbidden(by, "add bottles"));
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
@@ -129,7 +128,7 @@ impl Store {
     #[instrument(skip(self, by), fields(operator = %by.name, via = %by.via), err)]
     pub async fn remove_bottle(&self, slug: &str, by: &Actor) -> StoreResult<Bottle> {
         if !by.is_admin() {
-            return Err(forbidden(by, "remove bottles"));
+            return Err(StoreError::forbidden(by, "remove bottles"));
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();

@@ -37,7 +37,7 @@ impl Store {
     ) -> StoreResult<Proposal> {
         let note = note.map(str::trim).filter(|n| !n.is_empty());
         if !by.may_decide() {
-            return Err(forbidden(by, "decide proposals"));
+            return Err(StoreError::forbidden(by, "decide proposals"));
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
@@ -335,13 +335,6 @@ async fn resolve_id_for(conn: &mut AnyConnection, id: &str, by: &Actor) -> Store
 }
 
 /// Refuses an action `by`'s role does not include.
-pub(super) fn forbidden(by: &Actor, action: &'static str) -> StoreError {
-    StoreError::Forbidden {
-        operator: by.name.clone(),
-        action,
-    }
-}
-
 fn not_pending(id: String, p: &Proposal) -> StoreError {
     StoreError::NotPending {
         id,

@@ -4,7 +4,6 @@ use tracing::instrument;
 
 use super::Store;
 use super::bottles::live_bottle_by_slug;
-use super::decisions::forbidden;
 use super::rows::{
     self, BOTTLE_COLUMNS, BottleRow, GRANT_COLUMNS, GRANT_COLUMNS_WITH_USE, GrantRow,
 };
@@ -79,7 +78,7 @@ impl Store {
     #[instrument(skip(self, by), fields(operator = %by.name, via = %by.via), err)]
     pub async fn revoke(&self, grant_id: &str, by: &Actor) -> StoreResult<Grant> {
         if !by.may_decide() {
-            return Err(forbidden(by, "revoke grants"));
+            return Err(StoreError::forbidden(by, "revoke grants"));
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();

@@ -7,9 +7,8 @@ use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::Store;
-use super::decisions::forbidden;
 use super::rows::{self, OPERATOR_COLUMNS, OperatorRow};
-use super::sessions::{SIGN_IN_LINK_TTL, TOKEN_PREFIX, hash, new_secret};
+use super::secrets::{SIGN_IN_LINK_TTL, TOKEN_PREFIX, hash, new_secret};
 use super::trail::{NewEvent, actor_of, record};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{Actor, EventKind, Operator, Role, Secret, SignInLink, Timestamp};
@@ -124,7 +123,7 @@ impl Store {
         validate_name(name)?;
         bottles.iter().try_for_each(|g| validate_glob(g))?;
         if !by.manages_operators() {
-            return Err(forbidden(by, "manage operators"));
+            return Err(StoreError::forbidden(by, "manage operators"));
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
@@ -170,7 +169,7 @@ impl Store {
     #[instrument(skip(self, by), fields(operator = %by.name, via = %by.via), err)]
     pub async fn operator_link(&self, name: &str, by: &Actor) -> StoreResult<SignInLink> {
         if !by.manages_operators() {
-            return Err(forbidden(by, "manage operators"));
+            return Err(StoreError::forbidden(by, "manage operators"));
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
@@ -186,7 +185,7 @@ impl Store {
     #[instrument(skip(self, by), fields(operator = %by.name, via = %by.via), err)]
     pub async fn operator_token(&self, name: &str, by: &Actor) -> StoreResult<Secret> {
         if !by.manages_operators() {
-            return Err(forbidden(by, "manage operators"));
+            return Err(StoreError::forbidden(by, "manage operators"));
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
@@ -234,7 +233,7 @@ impl Store {
     #[instrument(skip(self, by), fields(operator = %by.name, via = %by.via), err)]
     pub async fn remove_operator(&self, name: &str, by: &Actor) -> StoreResult<Operator> {
         if !by.manages_operators() {
-            return Err(forbidden(by, "manage operators"));
+            return Err(StoreError::forbidden(by, "manage operators"));
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
