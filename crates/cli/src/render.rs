@@ -77,22 +77,12 @@ pub fn one_line(text: &str) -> String {
     }
 }
 
-/// Whether the names shown come from more than one host: then bottles are `HOST/SLUG`.
-pub fn hosts_differ<'a>(mut hosts: impl Iterator<Item = &'a str>) -> bool {
-    match hosts.next() {
-        Some(first) => hosts.any(|h| h != first),
-        None => false,
-    }
-}
+pub use supervise_store::model::hosts_differ;
 
-/// A bottle as the operator names it: `SLUG`, or `HOST/SLUG` when the rows shown span
-/// several hosts (SPEC "Fleets").
+/// A bottle as the operator names it ([`supervise_store::model::bottle_name`]: `SLUG`, or
+/// `HOST/SLUG` when the rows shown span several hosts), escaped for the terminal.
 pub fn bottle_name(with_host: bool, host: &str, slug: &str) -> String {
-    if with_host {
-        one_line(&format!("{host}/{slug}"))
-    } else {
-        one_line(slug)
-    }
+    one_line(&supervise_store::model::bottle_name(with_host, host, slug))
 }
 
 /// Like [`one_line`] but keeps line breaks (for wrapped blocks).

@@ -3,9 +3,11 @@
 //! everything on the way out, and agent text goes through `escape_untrusted` first so
 //! control and invisible characters show as `\u{..}`.
 
+use std::collections::BTreeSet;
+
 use serde_json::Value;
 use supervise_store::text::escape_untrusted;
-use supervise_store::{Flag, Kind, Proposal, Timestamp, clock};
+use supervise_store::{Flag, Kind, Proposal, Timestamp, clock, model};
 
 /// Agent text for a page: invisible and control characters made visible (HTML escaping is
 /// the template's).
@@ -130,4 +132,49 @@ pub(crate) fn summary_lines(p: &Proposal) -> Vec<String> {
 /// The first characters of an id, enough to tell proposals apart on a page.
 pub(crate) fn short_id(id: &str) -> &str {
     id.get(..13).unwrap_or(id)
+}
+
+/// A bottle as a page names it: `HOST/SLUG` when the rows shown span several hosts, else
+/// `SLUG` (the store's rule, [`model::bottle_name`]), made safe to show.
+pub(crate) fn bottle_name(with_host: bool, host: &str, slug: &str) -> String {
+    untrusted(&model::bottle_name(with_host, host, slug))
+}
+
+/// The host filter of a listing page (`?host=NAME`): the hosts of the rows the operator may
+/// see, for its select, and the one chosen (empty: every host).
+pub(crate) struct HostFilter {
+    /// Made safe to show, sorted.
+    pub hosts: Vec<String>,
+    /// As the query gave it.
+    chosen: String,
+}
+
+impl HostFilter {
+    pub(crate) fn new<'a>(hosts: impl Iterator<Item = &'a str>, chosen: &str) -> HostFilter {
+        let chosen = chosen.trim().to_owned();
+        let mut set: BTreeSet<&str> = hosts.collect();
+        if !chosen.is_empty() {
+            set.insert(&chosen);
+        }
+        HostFilter {
+            hosts: set.into_iter().map(untrusted).collect(),
+            chosen,
+        }
+    }
+
+    /// Whether the page offers the filter: its rows span several hosts, or one is chosen.
+    pub(crate) fn offered(&self) -> bool {
+        self.hosts.len() > 1 || !self.chosen.is_empty()
+    }
+
+    /// Whether `shown` (one of [`HostFilter::hosts`]) is the host chosen.
+    pub(crate) fn is_chosen(&self, shown: &str) -> bool {
+        !self.chosen.is_empty() && untrusted(&self.chosen) == shown
+    }
+
+    /// Whether a row of `host` passes; a row of no host (an event of no bottle) passes
+    /// whatever the host, as in `supervise audit --host`.
+    pub(crate) fn admits(&self, host: Option<&str>) -> bool {
+        self.chosen.is_empty() || host.is_none_or(|h| h == self.chosen)
+    }
 }

@@ -34,6 +34,26 @@ pub struct Bottle {
     pub created_at: Timestamp,
 }
 
+/// Whether the rows shown span more than one host: then each bottle is named `HOST/SLUG`
+/// rather than `SLUG` (SPEC "Fleets"), see [`bottle_name`].
+pub fn hosts_differ<'a>(mut hosts: impl Iterator<Item = &'a str>) -> bool {
+    match hosts.next() {
+        Some(first) => hosts.any(|h| h != first),
+        None => false,
+    }
+}
+
+/// A bottle as the operator names it: `HOST/SLUG` when `with_host` (the rows shown span
+/// several hosts, [`hosts_differ`]), else `SLUG`. Not escaped: callers escape for where
+/// they show it.
+pub fn bottle_name(with_host: bool, host: &str, slug: &str) -> String {
+    if with_host {
+        format!("{host}/{slug}")
+    } else {
+        slug.to_owned()
+    }
+}
+
 /// An operator's decision on a proposal.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
@@ -173,6 +193,9 @@ impl StatusFilter {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Grant {
     pub id: GrantId,
+    /// The bottle's host.
+    pub host: String,
+    /// The bottle's slug.
     pub bottle: String,
     pub proposal_id: ProposalId,
     pub kind: Kind,

@@ -2,7 +2,8 @@
 //! Server-Sent Events (`id` = seq, `event` = the event's name, `data` = the event), first
 //! the backlog after SEQ (or after `Last-Event-ID`, or from now), then each event as the
 //! feed reader sees it; otherwise the events after SEQ as a JSON array (at most 1000: ask
-//! again after the last one). Only events the operator may see are sent.
+//! again after the last one). Only events the operator may see are sent, and with
+//! `host=NAME` only those of that host's bottles (and of no bottle).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -37,6 +38,9 @@ const RECHECK: Duration = Duration::from_secs(5);
 pub(crate) struct EventsQuery {
     /// Events after this sequence number (default: all for JSON, from now for a stream).
     after: Option<i64>,
+    /// Only the events of this host's bottles, and those of no bottle (as `supervise audit
+    /// --host` shows them).
+    host: Option<String>,
 }
 
 /// The change feed as JSON; with `Accept: text/event-stream`, as a live stream.
@@ -56,15 +60,11 @@ pub(crate) async fn events(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/event-stream"));
+    let host = q.host.filter(|h| !h.is_empty());
     if !wants_stream {
-        let after = q.after.unwrap_or(0).max(0);
-        let events = app.store().events_after(after, JSON_LIMIT).await?;
-        let docs: Vec<EventDoc> = events
-            .iter()
-            .filter(|e| visible(&user.actor, e))
-            .map(EventDoc::from)
-            .collect();
-        return Ok(Json(docs).into_response());
+        return Ok(
+            Json(backlog(&app, &user.actor, host.as_deref(), q.after).await?).into_response(),
+        );
     }
     let resume = headers
         .get("last-event-id")
@@ -74,7 +74,43 @@ pub(crate) async fn events(
         Some(seq) => seq.max(0),
         None => app.store().last_seq().await?,
     };
-    Ok(stream_from(app, user, after))
+    Ok(stream_from(app, user, host, after))
+}
+
+/// Whether the stream or answer for `actor`, filtered to `host`, carries `event`: the
+/// scope rule of the pages, then the host (events of no bottle go with every host).
+fn shows(actor: &Actor, host: Option<&str>, event: &Event) -> bool {
+    visible(actor, event)
+        && (host.is_none() || event.host.is_none() || event.host.as_deref() == host)
+}
+
+/// The JSON answer: the first [`JSON_LIMIT`] events after `after` that `shows` passes,
+/// read a page at a time so a filter that skips many still answers up to the limit (or
+/// the end of the feed), and the last one is a cursor to ask on from.
+async fn backlog(
+    app: &App,
+    actor: &Actor,
+    host: Option<&str>,
+    after: Option<i64>,
+) -> Result<Vec<EventDoc>, ApiError> {
+    let mut pos = after.unwrap_or(0).max(0);
+    let mut docs = Vec::new();
+    loop {
+        let page = app.store().events_after(pos, PAGE).await?;
+        let full = page.len() == PAGE as usize;
+        for event in &page {
+            pos = event.seq;
+            if shows(actor, host, event) {
+                docs.push(EventDoc::from(event));
+                if docs.len() == JSON_LIMIT as usize {
+                    return Ok(docs);
+                }
+            }
+        }
+        if !full {
+            return Ok(docs);
+        }
+    }
 }
 
 fn sse(event: &Event) -> SseEvent {
@@ -89,6 +125,7 @@ fn sse(event: &Event) -> SseEvent {
 async fn catch_up(
     app: &App,
     actor: &Actor,
+    host: Option<&str>,
     mut pos: i64,
     tx: &mpsc::Sender<SseEvent>,
 ) -> Option<i64> {
@@ -103,7 +140,7 @@ async fn catch_up(
         let full = page.len() == PAGE as usize;
         for event in &page {
             pos = event.seq;
-            if visible(actor, event) && tx.send(sse(event)).await.is_err() {
+            if shows(actor, host, event) && tx.send(sse(event)).await.is_err() {
                 return None;
             }
         }
@@ -113,14 +150,15 @@ async fn catch_up(
     }
 }
 
-fn stream_from(app: App, user: ApiUser, after: i64) -> Response {
+fn stream_from(app: App, user: ApiUser, host: Option<String>, after: i64) -> Response {
     let (tx, rx) = mpsc::channel::<SseEvent>(64);
     // Subscribed before the backlog is read, so nothing falls between the two; events the
     // backlog already sent are skipped by their sequence number.
     let mut feed = app.subscribe();
     let mut stop = app.stopping();
     tokio::spawn(async move {
-        let Some(mut pos) = catch_up(&app, &user.actor, after, &tx).await else {
+        let host = host.as_deref();
+        let Some(mut pos) = catch_up(&app, &user.actor, host, after, &tx).await else {
             return;
         };
         let mut recheck = tokio::time::interval(RECHECK);
@@ -138,12 +176,12 @@ fn stream_from(app: App, user: ApiUser, after: i64) -> Response {
                     Ok(event) if event.seq <= pos => {}
                     Ok(event) => {
                         pos = event.seq;
-                        if visible(&user.actor, &event) && tx.send(sse(&event)).await.is_err() {
+                        if shows(&user.actor, host, &event) && tx.send(sse(&event)).await.is_err() {
                             return;
                         }
                     }
                     Err(RecvError::Lagged(_)) => {
-                        match catch_up(&app, &user.actor, pos, &tx).await {
+                        match catch_up(&app, &user.actor, host, pos, &tx).await {
                             Some(p) => pos = p,
                             None => return,
                         }

@@ -14,11 +14,14 @@ use crate::auth::ApiUser;
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct GrantQuery {
-    /// Only this bottle's grants.
+    /// Only this bottle's grants (its slug).
     bottle: Option<String>,
+    /// Only the grants of this host's bottles.
+    host: Option<String>,
 }
 
-/// The grants in force, each with its last recorded use.
+/// The grants in force in the operator's bottles of every host (or of `host`), each with
+/// its last recorded use.
 #[utoipa::path(get, path = "/api/v1/grants", params(GrantQuery), tag = "grants",
     responses(
         (status = 200, body = GrantList),
@@ -30,7 +33,7 @@ pub(crate) async fn list(
     query: Result<Query<GrantQuery>, QueryRejection>,
 ) -> Result<Json<GrantList>, ApiError> {
     let Query(q) = query.map_err(bad_query)?;
-    let policy = app.store().policy_all().await?;
+    let policy = app.store().policy_on(q.host.as_deref()).await?;
     let grants = policy
         .iter()
         .filter(|(b, _)| user.actor.sees(&b.slug))
@@ -55,7 +58,7 @@ pub(crate) async fn revoke(
     Path(id): Path<String>,
 ) -> Result<Json<GrantDoc>, ApiError> {
     let grant = app.store().revoke(&id, &user.actor).await?;
-    tracing::info!(bottle = %grant.bottle, proposal = %grant.proposal_id, grant = %grant.id,
+    tracing::info!(host = %grant.host, bottle = %grant.bottle, proposal = %grant.proposal_id, grant = %grant.id,
         operator = %user.actor.name, "grant revoked through the API");
     Ok(Json(GrantDoc::from(&grant)))
 }

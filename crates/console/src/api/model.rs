@@ -11,6 +11,8 @@ use utoipa::ToSchema;
 #[derive(Serialize, ToSchema)]
 pub(crate) struct ProposalDoc {
     pub id: String,
+    /// The bottle's host (`--host-id`).
+    pub host: String,
     /// The bottle's slug.
     pub bottle: String,
     /// `egress` or `git-push`.
@@ -64,6 +66,9 @@ pub(crate) struct EventDoc {
     /// `bottle:SLUG`, `operator:NAME` or `system`.
     pub actor: String,
     pub via: Option<String>,
+    /// The bottle's host; null for an event of no bottle.
+    pub host: Option<String>,
+    /// The bottle's slug; null for an event of no bottle.
     pub bottle: Option<String>,
     pub proposal_id: Option<String>,
     pub grant_id: Option<String>,
@@ -77,6 +82,9 @@ pub(crate) struct EventDoc {
 #[derive(Serialize, ToSchema)]
 pub(crate) struct GrantDoc {
     pub id: String,
+    /// The bottle's host.
+    pub host: String,
+    /// The bottle's slug.
     pub bottle: String,
     pub proposal_id: String,
     pub kind: String,
@@ -164,6 +172,7 @@ impl From<&Proposal> for ProposalDoc {
     fn from(p: &Proposal) -> ProposalDoc {
         ProposalDoc {
             id: text(&p.id),
+            host: p.host.clone(),
             bottle: p.bottle.clone(),
             kind: text(&p.kind),
             status: text(&p.status),
@@ -187,6 +196,7 @@ impl From<&Event> for EventDoc {
             event: text(&e.event),
             actor: e.actor.clone(),
             via: e.via.map(|v| v.to_string()),
+            host: e.host.clone(),
             bottle: e.bottle.clone(),
             proposal_id: e.proposal_id.as_ref().map(text),
             grant_id: e.grant_id.as_ref().map(text),
@@ -201,6 +211,7 @@ impl From<&Grant> for GrantDoc {
     fn from(g: &Grant) -> GrantDoc {
         GrantDoc {
             id: text(&g.id),
+            host: g.host.clone(),
             bottle: g.bottle.clone(),
             proposal_id: text(&g.proposal_id),
             kind: text(&g.kind),

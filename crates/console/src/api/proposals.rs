@@ -20,8 +20,10 @@ use crate::auth::ApiUser;
 pub(crate) struct ListQuery {
     /// `pending` (default), `decided`, `archived`, `expired` or `all`.
     status: Option<String>,
-    /// Only this bottle's proposals.
+    /// Only this bottle's proposals (its slug).
     bottle: Option<String>,
+    /// Only the proposals of this host's bottles.
+    host: Option<String>,
 }
 
 /// Proposals in the operator's bottles, oldest first.
@@ -50,6 +52,7 @@ pub(crate) async fn list(
         .iter()
         .filter(|p| user.actor.sees(&p.bottle))
         .filter(|p| q.bottle.as_deref().is_none_or(|b| b == p.bottle))
+        .filter(|p| q.host.as_deref().is_none_or(|h| h == p.host))
         .map(ProposalDoc::from)
         .collect();
     Ok(Json(ProposalList { proposals }))
@@ -207,7 +210,7 @@ async fn decide(
         .store()
         .decide(&id, verdict, &user.actor, body.note.as_deref(), grant_for)
         .await?;
-    tracing::info!(bottle = %decided.bottle, proposal = %decided.id, status = %decided.status,
+    tracing::info!(host = %decided.host, bottle = %decided.bottle, proposal = %decided.id, status = %decided.status,
         operator = %user.actor.name, "decided through the API");
     Ok(Json(ProposalDoc::from(&decided)))
 }

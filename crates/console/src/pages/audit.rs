@@ -1,4 +1,4 @@
-//! The audit trail, newest first, filtered by bottle, event, operator and time, and its
+//! The audit trail, newest first, filtered by host, bottle, event, operator and time, and its
 //! export as JSON lines (`?format=jsonl`, the same filters). An operator sees the events
 //! of the bottles in their scope; events of no bottle (operators, sign-ins) only admins.
 
@@ -7,7 +7,7 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use supervise_store::{Actor, Event, EventKind, Timestamp, clock};
+use supervise_store::{Actor, Event, EventKind, Timestamp, clock, model};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -21,6 +21,8 @@ const PAGE_LIMIT: usize = 500;
 
 #[derive(Deserialize, Default)]
 pub(crate) struct AuditQuery {
+    #[serde(default)]
+    host: String,
     #[serde(default)]
     bottle: String,
     #[serde(default)]
@@ -52,6 +54,7 @@ pub(crate) struct AuditEvent {
 struct AuditPage {
     chrome: Chrome,
     q: AuditQuery,
+    hosts: view::HostFilter,
     event_names: Vec<&'static str>,
     events: Vec<AuditEvent>,
     shown: usize,
@@ -66,6 +69,16 @@ pub(crate) fn visible(actor: &Actor, event: &Event) -> bool {
     match &event.bottle {
         Some(slug) => actor.sees(slug),
         None => actor.is_admin(),
+    }
+}
+
+/// Whether `event` is of the bottle `name` (`SLUG`, or `HOST/SLUG`); every event for "".
+fn named(event: &Event, name: &str) -> bool {
+    match (name.split_once('/'), &event.host, &event.bottle) {
+        _ if name.is_empty() => true,
+        (Some((host, slug)), Some(h), Some(b)) => host == h && slug == b,
+        (None, _, Some(b)) => name == b,
+        _ => false,
     }
 }
 
@@ -109,10 +122,12 @@ pub(crate) async fn page(
     };
     let operator = q.operator.trim();
     let all = app.store().audit(None).await?;
-    let matching: Vec<&Event> = all
-        .iter()
-        .filter(|e| visible(&user.actor, e))
-        .filter(|e| q.bottle.trim().is_empty() || e.bottle.as_deref() == Some(q.bottle.trim()))
+    let seen: Vec<&Event> = all.iter().filter(|e| visible(&user.actor, e)).collect();
+    let hosts = view::HostFilter::new(seen.iter().filter_map(|e| e.host.as_deref()), &q.host);
+    let matching: Vec<&Event> = seen
+        .into_iter()
+        .filter(|e| hosts.admits(e.host.as_deref()))
+        .filter(|e| named(e, q.bottle.trim()))
         .filter(|e| event.is_none_or(|k| e.event == k))
         .filter(|e| {
             operator.is_empty() || e.actor == format!("operator:{operator}") || e.actor == operator
@@ -124,6 +139,7 @@ pub(crate) async fn page(
         return Ok(jsonl(&matching));
     }
     let total = matching.len();
+    let with_host = model::hosts_differ(matching.iter().filter_map(|e| e.host.as_deref()));
     let events: Vec<AuditEvent> = matching
         .iter()
         .rev()
@@ -133,7 +149,11 @@ pub(crate) async fn page(
             event: e.event.as_str(),
             actor: view::untrusted(&e.actor),
             via: e.via.map(|v| v.to_string()),
-            bottle: e.bottle.as_deref().map(view::untrusted),
+            bottle: match (&e.host, &e.bottle) {
+                (Some(host), Some(slug)) => Some(view::bottle_name(with_host, host, slug)),
+                (None, slug) => slug.as_deref().map(view::untrusted),
+                (Some(_), None) => None,
+            },
             proposal_id: e.proposal_id.as_ref().map(|p| p.to_string()),
             short: e
                 .proposal_id
@@ -153,6 +173,7 @@ pub(crate) async fn page(
         shown: events.len(),
         total,
         events,
+        hosts,
         event_names: EventKind::ALL.iter().map(|k| k.as_str()).collect(),
         export,
         q,
@@ -164,6 +185,7 @@ pub(crate) async fn page(
 fn export_link(q: &AuditQuery) -> String {
     let mut pairs = vec![("format", "jsonl")];
     for (name, value) in [
+        ("host", &q.host),
         ("bottle", &q.bottle),
         ("event", &q.event),
         ("operator", &q.operator),

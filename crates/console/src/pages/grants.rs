@@ -1,12 +1,13 @@
-//! The grants in force, by bottle, with their last recorded use, and revoke.
+//! The grants in force, by bottle, with their last recorded use, of every host or of one
+//! (`?host=NAME`), and revoke.
 
 use askama::Template;
 use axum::Form;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
-use supervise_store::Grant;
+use supervise_store::{Grant, model};
 
 use super::{Chrome, PageError, html};
 use crate::app::App;
@@ -46,7 +47,8 @@ impl GrantView {
 }
 
 pub(crate) struct BottleGrants {
-    pub slug: String,
+    /// `SLUG`, or `HOST/SLUG` when the bottles shown span several hosts.
+    pub name: String,
     pub grants: Vec<GrantView>,
 }
 
@@ -55,22 +57,43 @@ pub(crate) struct BottleGrants {
 struct GrantsPage {
     chrome: Chrome,
     bottles: Vec<BottleGrants>,
+    hosts: view::HostFilter,
     may_decide: bool,
 }
 
-pub(crate) async fn page(State(app): State<App>, user: PageUser) -> Result<Response, PageError> {
-    let policy = app.store().policy_all().await?;
-    let bottles = policy
+#[derive(Deserialize)]
+pub(crate) struct GrantsQuery {
+    #[serde(default)]
+    host: String,
+}
+
+pub(crate) async fn page(
+    State(app): State<App>,
+    user: PageUser,
+    Query(q): Query<GrantsQuery>,
+) -> Result<Response, PageError> {
+    let policy = app.store().policy_on(None).await?;
+    let seen: Vec<_> = policy
         .iter()
         .filter(|(b, _)| user.actor.sees(&b.slug))
+        .collect();
+    let hosts = view::HostFilter::new(seen.iter().map(|(b, _)| b.host.as_str()), &q.host);
+    let shown: Vec<_> = seen
+        .into_iter()
+        .filter(|(b, _)| hosts.admits(Some(&b.host)))
+        .collect();
+    let with_host = model::hosts_differ(shown.iter().map(|(b, _)| b.host.as_str()));
+    let bottles = shown
+        .iter()
         .map(|(b, grants)| BottleGrants {
-            slug: view::untrusted(&b.slug),
+            name: view::bottle_name(with_host, &b.host, &b.slug),
             grants: grants.iter().map(GrantView::of).collect(),
         })
         .collect();
     let page = GrantsPage {
         chrome: Chrome::new(&user, "Grants", "grants"),
         bottles,
+        hosts,
         may_decide: user.actor.may_decide(),
     };
     Ok(html(StatusCode::OK, &page))
@@ -90,7 +113,7 @@ pub(crate) async fn revoke(
 ) -> Result<Response, PageError> {
     check_post(&app, &headers, &user, form.csrf.as_deref())?;
     let grant = app.store().revoke(&id, &user.actor).await?;
-    tracing::info!(bottle = %grant.bottle, proposal = %grant.proposal_id, grant = %grant.id,
+    tracing::info!(host = %grant.host, bottle = %grant.bottle, proposal = %grant.proposal_id, grant = %grant.id,
         operator = %user.operator.name, "grant revoked in the console");
     Ok(Redirect::to("/grants").into_response())
 }

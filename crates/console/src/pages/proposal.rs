@@ -38,6 +38,7 @@ pub(crate) struct EventView {
 pub(crate) struct ProposalView {
     pub id: String,
     pub short_id: String,
+    pub host: String,
     pub bottle: String,
     pub kind: &'static str,
     pub status: &'static str,
@@ -72,6 +73,7 @@ impl ProposalView {
         ProposalView {
             id: p.id.to_string(),
             short_id: view::short_id(&p.id).to_owned(),
+            host: view::untrusted(&p.host),
             bottle: view::untrusted(&p.bottle),
             kind: p.kind.as_str(),
             status: p.status.as_str(),

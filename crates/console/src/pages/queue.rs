@@ -1,13 +1,14 @@
 //! The queue: pending proposals in the operator's bottles, oldest first, with what an
 //! operator needs to decide at a glance (change, flags, hits, age, time left,
-//! justification). `live.js` refreshes it when the change feed moves.
+//! justification), of every host or of one (`?host=NAME`). `live.js` refreshes it when the
+//! change feed moves.
 
 use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
-use supervise_store::{Proposal, StatusFilter};
+use supervise_store::{Proposal, StatusFilter, model};
 
 use super::{Chrome, PageError, html};
 use crate::app::App;
@@ -29,10 +30,11 @@ pub(crate) struct Row {
 }
 
 impl Row {
-    pub(crate) fn of(p: &Proposal) -> Row {
+    /// `with_host`: the cards shown span several hosts, so bottles are `HOST/SLUG`.
+    pub(crate) fn of(p: &Proposal, with_host: bool) -> Row {
         Row {
             id: p.id.to_string(),
-            bottle: view::untrusted(&p.bottle),
+            bottle: view::bottle_name(with_host, &p.host, &p.bottle),
             kind: p.kind.as_str(),
             change: view::change_text(p.kind, &p.change),
             flags: p
@@ -56,11 +58,15 @@ impl Row {
 struct QueuePage {
     chrome: Chrome,
     rows: Vec<Row>,
+    hosts: view::HostFilter,
+    bottle: Option<String>,
 }
 
 #[derive(Deserialize)]
 pub(crate) struct QueueQuery {
     bottle: Option<String>,
+    #[serde(default)]
+    host: String,
 }
 
 pub(crate) async fn page(
@@ -69,15 +75,22 @@ pub(crate) async fn page(
     Query(q): Query<QueueQuery>,
 ) -> Result<Response, PageError> {
     let pending = app.store().list(None, StatusFilter::Pending).await?;
-    let rows = pending
+    let seen: Vec<&Proposal> = pending
         .iter()
         .filter(|p| user.actor.sees(&p.bottle))
         .filter(|p| q.bottle.as_deref().is_none_or(|b| b == p.bottle))
-        .map(Row::of)
         .collect();
+    let hosts = view::HostFilter::new(seen.iter().map(|p| p.host.as_str()), &q.host);
+    let shown: Vec<&Proposal> = seen
+        .into_iter()
+        .filter(|p| hosts.admits(Some(&p.host)))
+        .collect();
+    let with_host = model::hosts_differ(shown.iter().map(|p| p.host.as_str()));
     let page = QueuePage {
         chrome: Chrome::new(&user, "Queue", "queue"),
-        rows,
+        rows: shown.iter().map(|p| Row::of(p, with_host)).collect(),
+        hosts,
+        bottle: q.bottle.as_deref().map(view::untrusted),
     };
     Ok(html(StatusCode::OK, &page))
 }

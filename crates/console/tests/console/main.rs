@@ -1,10 +1,12 @@
 //! The console's integration tests, against a real console (`supervise_console::serve`
 //! in-process on a real SQLite file) over real HTTP: `security` (roles, scopes, CSRF,
 //! Origin, links, sessions, headers, rate limit), `api` (every endpoint with a bearer
-//! token, conflicts, the live feed) and `browser` (the operator's day in real headless
+//! token, conflicts, the live feed), `hosts` (two hosts' bottles: names and `?host=`
+//! filters on pages and API) and `browser` (the operator's day in real headless
 //! Chromium through WebDriver, with an agent on the real MCP server).
 
 mod api;
 mod browser;
 mod harness;
+mod hosts;
 mod security;

@@ -88,7 +88,7 @@ impl Store {
                 bottle,
                 host,
                 port,
-                grant,
+                grant: Box::new(grant),
             });
         }
         let proposal_id = undecided_for(&mut tx, &bottle, &host, port, &now).await?;

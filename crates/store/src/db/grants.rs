@@ -35,37 +35,46 @@ impl Store {
         rows::all(rows)
     }
 
-    /// Every live bottle of this host (by slug) with its grants in force (oldest first, each with its last
-    /// recorded use), read in one transaction: the whole policy, for enforcement points
-    /// other than the Squid helper (`supervise policy --all`).
+    /// Every live bottle of this host (by slug) with its grants in force (oldest first, each
+    /// with its last recorded use), read in one transaction: the whole policy, for
+    /// enforcement points other than the Squid helper (`supervise policy --all`).
     pub async fn policy_all(&self) -> StoreResult<Vec<(Bottle, Vec<Grant>)>> {
+        let host = self.inner.host.clone();
+        self.policy_on(Some(&host)).await
+    }
+
+    /// [`Store::policy_all`] of one host's bottles (`host`), or of every host's (`None`, by
+    /// host then slug): what the console's grants page shows.
+    pub async fn policy_on(&self, host: Option<&str>) -> StoreResult<Vec<(Bottle, Vec<Grant>)>> {
         let now = Timestamp::now();
         let mut tx = self.read().await?;
         let bottles: Vec<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{BOTTLE_COLUMNS} WHERE host = $1 AND removed_at IS NULL ORDER BY slug"
+            "{BOTTLE_COLUMNS} WHERE ($1 IS NULL OR host = $1) AND removed_at IS NULL \
+             ORDER BY host, slug"
         )))
-        .bind(&self.inner.host)
+        .bind(host)
         .fetch_all(&mut *tx)
         .await?;
         let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{GRANT_COLUMNS_WITH_USE} WHERE b.host = $2 AND b.removed_at IS NULL \
+            "{GRANT_COLUMNS_WITH_USE} WHERE ($2 IS NULL OR b.host = $2) AND b.removed_at IS NULL \
              AND g.ended_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > $1) \
              AND NOT EXISTS (SELECT 1 FROM proposals u WHERE u.id = g.proposal_id \
                              AND u.gate_used_at IS NOT NULL) ORDER BY g.created_at"
         )))
         .bind(now.as_str())
-        .bind(&self.inner.host)
+        .bind(host)
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
         let bottles: Vec<Bottle> = rows::all(bottles)?;
         let grants: Vec<Grant> = rows::all(grants)?;
+        // A live slug is unique per host, so (host, slug) names one live bottle.
         Ok(bottles
             .into_iter()
             .map(|b| {
                 let mine = grants
                     .iter()
-                    .filter(|g| g.bottle == b.slug)
+                    .filter(|g| g.host == b.host && g.bottle == b.slug)
                     .cloned()
                     .collect();
                 (b, mine)

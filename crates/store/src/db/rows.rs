@@ -25,13 +25,13 @@ pub(super) const EVENT_COLUMNS: &str = "SELECT e.seq, e.at, e.event, e.actor, e.
     e.bottle_id, e.proposal_id, e.grant_id, e.kind, e.change, e.note \
     FROM events e LEFT JOIN bottles b ON b.id = e.bottle_id";
 
-pub(super) const GRANT_COLUMNS: &str = "SELECT g.id, b.slug, g.proposal_id, g.kind, g.change, \
+pub(super) const GRANT_COLUMNS: &str = "SELECT g.id, b.host, b.slug, g.proposal_id, g.kind, g.change, \
     g.granted_by, g.created_at, g.expires_at, g.ended_at, g.end_reason \
     FROM grants g JOIN bottles b ON b.id = g.bottle_id";
 
 /// [`GRANT_COLUMNS`] plus the grant's last recorded use (`policy`): the newest `grant-used`
 /// event of its proposal, through the index of each proposal's events.
-pub(super) const GRANT_COLUMNS_WITH_USE: &str = "SELECT g.id, b.slug, g.proposal_id, g.kind, \
+pub(super) const GRANT_COLUMNS_WITH_USE: &str = "SELECT g.id, b.host, b.slug, g.proposal_id, g.kind, \
     g.change, g.granted_by, g.created_at, g.expires_at, g.ended_at, g.end_reason, \
     (SELECT e.at FROM events e WHERE e.proposal_id = g.proposal_id AND e.event = 'grant-used' \
      ORDER BY e.seq DESC LIMIT 1) AS last_used_at \
@@ -258,6 +258,7 @@ impl TryFrom<TaskRow> for Task {
 #[derive(FromRow)]
 pub(super) struct GrantRow {
     id: String,
+    host: String,
     slug: String,
     proposal_id: String,
     kind: String,
@@ -291,6 +292,7 @@ impl TryFrom<GrantRow> for Grant {
                 .map(|e| c.parse::<EndReason>("end_reason", &e))
                 .transpose()?,
             id: GrantId::from_row(r.id),
+            host: r.host,
             bottle: r.slug,
             proposal_id: ProposalId::from_row(r.proposal_id),
             granted_by: r.granted_by,

@@ -33,8 +33,9 @@ pub enum EgressDecision {
         host: String,
         port: u16,
         /// The grant that allows it: its id, its change (the host may be `*.domain`) and
-        /// when it ends (`expires_at`; `None`: until revoked).
-        grant: Grant,
+        /// when it ends (`expires_at`; `None`: until revoked). Boxed: a grant is several
+        /// times the size of a denial.
+        grant: Box<Grant>,
     },
     /// Nothing allows it.
     Denied {
