@@ -11,7 +11,7 @@ use supervise_store::{Actor, Operator};
 
 use crate::api::ApiError;
 use crate::app::App;
-use crate::pages::PageError;
+use crate::error::PageError;
 
 /// The session cookie's name; over https the `__Host-` prefix also pins it to this host,
 /// path `/` and `Secure`.

@@ -15,10 +15,10 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use supervise_store::StoreError;
 
 use crate::app::App;
 use crate::auth::PageUser;
+pub(crate) use crate::error::PageError;
 
 pub(crate) use audit::visible;
 
@@ -89,65 +89,6 @@ pub(crate) fn html(status: StatusCode, page: &impl Template) -> Response {
                 "the page could not be rendered",
             )
                 .into_response()
-        }
-    }
-}
-
-/// A page that could not be served: no session (to the sign-in page), or an error page.
-#[derive(Debug)]
-pub(crate) enum PageError {
-    SignIn,
-    Status {
-        status: StatusCode,
-        title: &'static str,
-        message: String,
-    },
-}
-
-impl PageError {
-    pub(crate) fn forbidden(message: impl Into<String>) -> PageError {
-        PageError::Status {
-            status: StatusCode::FORBIDDEN,
-            title: "Not allowed",
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn bad_request(message: impl Into<String>) -> PageError {
-        PageError::Status {
-            status: StatusCode::BAD_REQUEST,
-            title: "Not accepted",
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn not_found(message: impl Into<String>) -> PageError {
-        PageError::Status {
-            status: StatusCode::NOT_FOUND,
-            title: "Not found",
-            message: message.into(),
-        }
-    }
-}
-
-impl From<StoreError> for PageError {
-    fn from(err: StoreError) -> PageError {
-        let status = crate::error::status_of(&err);
-        if status.is_server_error() {
-            tracing::warn!(error = %err, "a console request failed in the store");
-        }
-        let title = match status {
-            StatusCode::BAD_REQUEST => "Not accepted",
-            StatusCode::FORBIDDEN => "Not allowed",
-            StatusCode::NOT_FOUND => "Not found",
-            StatusCode::CONFLICT => "Already changed",
-            StatusCode::SERVICE_UNAVAILABLE => "Busy",
-            _ => "Something failed",
-        };
-        PageError::Status {
-            status,
-            title,
-            message: err.to_string(),
         }
     }
 }
