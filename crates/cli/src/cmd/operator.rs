@@ -11,15 +11,6 @@ use super::{Ctx, print_json};
 use crate::json::{OperatorList, OperatorView};
 use crate::render::{self, Cell, Color, Table};
 
-/// The link an operator opens to sign in: `{public_url}/sign-in/{secret}`.
-fn link_url(public_url: &str, link: &SignInLink) -> String {
-    format!(
-        "{}/sign-in/{}",
-        public_url.trim_end_matches('/'),
-        link.secret.expose()
-    )
-}
-
 fn print_link(out: &mut dyn Write, public_url: &str, link: &SignInLink) -> Result<()> {
     writeln!(
         out,
@@ -28,7 +19,7 @@ fn print_link(out: &mut dyn Write, public_url: &str, link: &SignInLink) -> Resul
         link.expires_at,
         render::time_left(&link.expires_at)
     )?;
-    writeln!(out, "  {}", link_url(public_url, link))?;
+    writeln!(out, "  {}", link.url(public_url))?;
     out.flush()?;
     Ok(())
 }

@@ -221,7 +221,7 @@ pub(crate) async fn add_operator(
         .store()
         .add_operator(name, role, &bottles, &user.actor)
         .await?;
-    let url = format!("{}/sign-in/{}", app.public_url(), link.secret.expose());
+    let url = link.url(app.public_url());
     let what = format!(
         "Sign-in link for {} (valid until {})",
         view::untrusted(&op.name),
@@ -253,7 +253,7 @@ pub(crate) async fn new_link(
     check_post(&app, &headers, &user, form.csrf.as_deref())?;
     operators_admin(&user)?;
     let link = app.store().operator_link(&name, &user.actor).await?;
-    let url = format!("{}/sign-in/{}", app.public_url(), link.secret.expose());
+    let url = link.url(app.public_url());
     let what = format!(
         "Sign-in link for {} (valid until {})",
         view::untrusted(&link.operator),

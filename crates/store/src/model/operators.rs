@@ -150,6 +150,18 @@ pub struct SignInLink {
     pub expires_at: Timestamp,
 }
 
+impl SignInLink {
+    /// The link to open: `{public_url}/sign-in/{secret}`, whether or not `public_url` ends
+    /// in a slash. The CLI prints it and the console's admin pages show it.
+    pub fn url(&self, public_url: &str) -> String {
+        format!(
+            "{}/sign-in/{}",
+            public_url.trim_end_matches('/'),
+            self.secret.expose()
+        )
+    }
+}
+
 /// A session started by spending a link: the cookie value (secret) and its CSRF token.
 #[derive(Debug, Clone)]
 pub struct NewSession {
