@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
+use supervise_store::change::describe_push;
 use supervise_store::text::escape_untrusted;
 use supervise_store::{Flag, Kind, Proposal, Timestamp, clock, model};
 
@@ -94,37 +95,9 @@ pub(crate) fn summary_lines(p: &Proposal) -> Vec<String> {
     let Some(summary) = p.change.get("summary") else {
         return Vec::new();
     };
-    let n = |name: &str| summary[name].as_u64().unwrap_or(0);
-    let plural =
-        |count: u64, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
-    if summary["delete"] == true {
-        return vec!["deletes the ref".into()];
-    }
-    let mut what = vec![plural(n("commits"), "commit")];
-    if summary["create"] == true {
-        what.push("creates the ref".into());
-    }
-    if summary["force"] == true {
-        what.push("FORCE PUSH: rewrites history (old is not an ancestor of new)".into());
-    }
-    let mut lines = vec![
-        what.join(", "),
-        format!(
-            "{} changed, {} insertions(+), {} deletions(-)",
-            plural(n("files_changed"), "file"),
-            n("insertions"),
-            n("deletions")
-        ),
-    ];
-    let subjects = summary["subjects"].as_array().cloned().unwrap_or_default();
-    for subject in &subjects {
-        lines.push(format!("- {}", untrusted(subject.as_str().unwrap_or(""))));
-    }
-    if n("commits") > subjects.len() as u64 {
-        lines.push(format!(
-            "… and {} more",
-            n("commits") - subjects.len() as u64
-        ));
+    let (mut lines, unlisted) = describe_push(summary, untrusted);
+    if unlisted > 0 {
+        lines.push(format!("… and {unlisted} more"));
     }
     lines
 }

@@ -14,8 +14,8 @@ pub use crate::model::Kind;
 pub use egress::normalise_host;
 pub use flags::{flags, modified_flags};
 pub use git_push::{
-    MAX_SUBJECT_CHARS, MAX_SUBJECTS, is_zero, normalise_ref, normalise_ref_pattern, ref_covers,
-    validate_remote,
+    MAX_SUBJECT_CHARS, MAX_SUBJECTS, describe_push, is_zero, normalise_ref, normalise_ref_pattern,
+    ref_covers, validate_remote,
 };
 
 /// Longest justification accepted, in characters.

@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use anyhow::Result;
+use supervise_store::change::describe_push;
 use supervise_store::{Event, EventKind, Proposal, Status, Store};
 
 use super::{Ctx, print_json};
@@ -124,40 +125,9 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
 
 /// A gate push's summary in words: what kind of update, the diffstat, the subjects.
 fn summary_lines(summary: &serde_json::Value) -> Vec<String> {
-    let n = |name: &str| summary[name].as_u64().unwrap_or(0);
-    let plural =
-        |count: u64, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
-    let mut lines = Vec::new();
-    if summary["delete"] == true {
-        lines.push("deletes the ref".to_string());
-        return lines;
-    }
-    let mut what = vec![plural(n("commits"), "commit")];
-    if summary["create"] == true {
-        what.push("creates the ref".into());
-    }
-    if summary["force"] == true {
-        what.push("FORCE PUSH: rewrites history (old is not an ancestor of new)".into());
-    }
-    lines.push(what.join(", "));
-    lines.push(format!(
-        "{} changed, {} insertions(+), {} deletions(-)",
-        plural(n("files_changed"), "file"),
-        n("insertions"),
-        n("deletions")
-    ));
-    let subjects = summary["subjects"].as_array().cloned().unwrap_or_default();
-    for subject in &subjects {
-        lines.push(format!(
-            "- {}",
-            render::one_line(subject.as_str().unwrap_or(""))
-        ));
-    }
-    if n("commits") > subjects.len() as u64 {
-        lines.push(format!(
-            "  ... and {} more",
-            n("commits") - subjects.len() as u64
-        ));
+    let (mut lines, unlisted) = describe_push(summary, render::one_line);
+    if unlisted > 0 {
+        lines.push(format!("  ... and {unlisted} more"));
     }
     lines
 }

@@ -8,7 +8,7 @@ mod summary;
 use super::{MAX_REF_LEN, MAX_REMOTE_LEN, invalid, refuse_unknown, required_str};
 use crate::error::StoreResult;
 use crate::text;
-pub use summary::{MAX_SUBJECT_CHARS, MAX_SUBJECTS, is_zero};
+pub use summary::{MAX_SUBJECT_CHARS, MAX_SUBJECTS, describe_push, is_zero};
 use summary::{object_id, validate_summary};
 
 pub(super) fn normalise_git_push(obj: &Map<String, Value>) -> StoreResult<Value> {

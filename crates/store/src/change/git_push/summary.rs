@@ -16,6 +16,42 @@ pub fn is_zero(id: &str) -> bool {
     id.bytes().all(|b| b == b'0')
 }
 
+/// A push summary in words, for review: what kind of update, the diffstat and the listed
+/// subjects, each through `subject` (which escapes it for where it is shown), plus how many
+/// commits the summary does not list. The CLI's `show` and the console's proposal page
+/// both print these lines.
+pub fn describe_push(summary: &Value, subject: impl Fn(&str) -> String) -> (Vec<String>, u64) {
+    let n = |name: &str| summary[name].as_u64().unwrap_or(0);
+    let plural =
+        |count: u64, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
+    if summary["delete"] == true {
+        return (vec!["deletes the ref".into()], 0);
+    }
+    let mut what = vec![plural(n("commits"), "commit")];
+    if summary["create"] == true {
+        what.push("creates the ref".into());
+    }
+    if summary["force"] == true {
+        what.push("FORCE PUSH: rewrites history (old is not an ancestor of new)".into());
+    }
+    let mut lines = vec![
+        what.join(", "),
+        format!(
+            "{} changed, {} insertions(+), {} deletions(-)",
+            plural(n("files_changed"), "file"),
+            n("insertions"),
+            n("deletions")
+        ),
+    ];
+    let subjects = summary["subjects"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    for s in subjects {
+        lines.push(format!("- {}", subject(s.as_str().unwrap_or(""))));
+    }
+    (lines, n("commits").saturating_sub(subjects.len() as u64))
+}
+
 /// A full object id: 40 (SHA-1) or 64 (SHA-256) hex digits, returned lower-cased.
 pub(super) fn object_id(field: &str, raw: &str) -> StoreResult<String> {
     if !matches!(raw.len(), 40 | 64) || !raw.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -105,6 +141,26 @@ pub(super) fn validate_summary(
 mod tests {
     use super::super::normalise_git_push;
     use serde_json::Value;
+
+    #[test]
+    fn a_summary_reads_as_lines_with_its_subjects_escaped_by_the_caller() {
+        let s = serde_json::json!({"commits": 3, "subjects": ["fix <b>", "add"],
+            "files_changed": 1, "insertions": 2, "deletions": 0, "force": true,
+            "delete": false, "create": false});
+        let (lines, unlisted) = super::describe_push(&s, |t| t.replace('<', "&lt;"));
+        assert_eq!(
+            lines,
+            [
+                "3 commits, FORCE PUSH: rewrites history (old is not an ancestor of new)",
+                "1 file changed, 2 insertions(+), 0 deletions(-)",
+                "- fix &lt;b>",
+                "- add",
+            ]
+        );
+        assert_eq!(unlisted, 1);
+        let (lines, unlisted) = super::describe_push(&summary(false, true), str::to_owned);
+        assert_eq!((lines, unlisted), (vec!["deletes the ref".to_string()], 0));
+    }
 
     fn summary(create: bool, delete: bool) -> Value {
         serde_json::json!({"commits": 1, "subjects": ["s"], "files_changed": 1,
