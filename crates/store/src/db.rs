@@ -17,6 +17,7 @@ mod decisions;
 mod egress;
 mod feed;
 mod file;
+mod fresh;
 mod gate;
 mod grants;
 mod operators;
@@ -137,6 +138,8 @@ struct Inner {
     /// Set once the path is seen to name another file (or none), so that is logged once.
     replaced: AtomicBool,
     last_write: std::sync::Mutex<Option<WriteFailure>>,
+    /// SQLite's change signal and the pending polls answered at it ([`fresh`]).
+    fresh: Option<fresh::Fresh>,
 }
 
 /// A write transaction: this process's writer slot plus `BEGIN IMMEDIATE` on a connection
@@ -242,6 +245,7 @@ impl Store {
             }
             Location::Postgres(_) => None,
         };
+        let fresh = fresh::Fresh::open(&location);
         Ok(Store {
             inner: Arc::new(Inner {
                 pool,
@@ -253,6 +257,7 @@ impl Store {
                 identity,
                 replaced: AtomicBool::new(false),
                 last_write: std::sync::Mutex::new(None),
+                fresh,
             }),
         })
     }

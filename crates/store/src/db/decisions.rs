@@ -1,6 +1,7 @@
 //! What happens to a filed proposal: the operator's decision (with its grant), delivery of
 //! the outcome to the agent (exactly once), the agent's withdrawal, and the expiry sweep.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -9,6 +10,7 @@ use tracing::instrument;
 
 use super::Store;
 use super::bottles::live_generation;
+use super::fresh::Check;
 use super::proposals::{expire_in, load_proposal, open_proposal_of, resolve_id};
 use super::rows::{self, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::{NewEvent, SYSTEM, actor_bottle, actor_of, record, record_delivered};
@@ -114,13 +116,26 @@ impl Store {
 
     /// The agent's poll: a decision is returned and the proposal archived in one
     /// transaction, so of any number of concurrent polls exactly one gets it. An undecided
-    /// proposal is returned as pending without taking the write lock.
+    /// proposal is returned as pending without taking the write lock; on SQLite, from
+    /// memory when nothing was committed, by any process, since it was last read pending
+    /// ([`fresh`](super::fresh)).
     ///
     /// Refused with [`StoreError::BottleGone`] once the caller's generation was removed, so
     /// a new bottle on the same address is never handed the old one's decisions.
     #[instrument(skip(self), err)]
     pub async fn take_decision(&self, bottle_id: BottleId, id: &str) -> StoreResult<Delivery> {
         let now = Timestamp::now();
+        // SQLite's data version, read after the poll arrived and before the peek: unchanged
+        // since a pending answer was read means nothing was committed since, so that answer
+        // is the peek's. Not once the path names another file (the pool may reopen it).
+        let fresh = (!self.inner.replaced.load(Ordering::Relaxed))
+            .then_some(self.inner.fresh.as_ref())
+            .flatten();
+        let version = match fresh.map(|f| f.check(bottle_id, id, &now)) {
+            Some(Check::Pending(p)) => return Ok(Delivery::Pending(p)),
+            Some(Check::Peek(version)) => Some(version),
+            Some(Check::Unread) | None => None,
+        };
         // The peek is one read, without the write lock or a transaction. A pending proposal
         // found here proves its generation live: removing a bottle withdraws its undecided
         // proposals in the same transaction, so a removed generation has none. Only when
@@ -134,7 +149,12 @@ impl Store {
                 live_generation(&mut conn, bottle_id).await?;
                 return Ok(Delivery::Unknown);
             }
-            Some(p) if p.status == Status::Pending => return Ok(Delivery::Pending(p)),
+            Some(p) if p.status == Status::Pending => {
+                if let (Some(fresh), Some(version)) = (fresh, version) {
+                    fresh.remember(version, bottle_id, id, &p);
+                }
+                return Ok(Delivery::Pending(p));
+            }
             Some(_) => {}
         }
         drop(conn);

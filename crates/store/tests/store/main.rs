@@ -13,6 +13,7 @@ mod corrupt;
 mod crash;
 mod egress;
 mod files;
+mod fresh;
 mod gate;
 mod hosts;
 mod lifecycle;
