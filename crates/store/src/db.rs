@@ -285,6 +285,9 @@ impl Store {
 
     /// Closes the pool (on SQLite, checkpointing the WAL).
     pub async fn close(&self) {
+        if let Some(fresh) = &self.inner.fresh {
+            fresh.close();
+        }
         self.inner.pool.close().await;
     }
 

@@ -30,9 +30,11 @@
 //! hand on the database, `-wal` or `-shm` file, would have none of that (and closing it
 //! would silently unlock the database under sqlx's connections): never open them here.
 //!
-//! The watch is opened read-write but never writes (`PRAGMA query_only`): a read-only
-//! connection that happens to close last cannot checkpoint, and would leave the WAL beside
-//! the file instead of folding it in as the pool's last connection does. PostgreSQL has no
+//! [`Store::close`](super::Store::close) closes the watch before the pool, so the pool's last
+//! connection is the file's last and folds the WAL into it, as without a watch. The watch is
+//! opened read-write but never writes (`PRAGMA query_only`): when it does close last (a
+//! store dropped without `close`), it folds the WAL in too, which a read-only connection
+//! cannot do. PostgreSQL has no
 //! such signal (NOTIFY is delivered asynchronously, so it cannot prove that nothing was
 //! committed before a poll): there every poll reads the database.
 
@@ -52,7 +54,8 @@ pub(super) struct Fresh {
 }
 
 struct State {
-    watch: Watch,
+    /// `None` once the store is closed.
+    watch: Option<Watch>,
     /// The version the watch read last; `pending` holds only answers read at it.
     version: Option<i64>,
     /// By proposal id (unique across bottles), with the generation it was asked for.
@@ -85,7 +88,7 @@ impl Fresh {
         match Watch::open(path) {
             Ok(watch) => Some(Fresh {
                 state: Mutex::new(State {
-                    watch,
+                    watch: Some(watch),
                     version: None,
                     pending: HashMap::new(),
                 }),
@@ -102,7 +105,7 @@ impl Fresh {
     /// and is not past its expiry at `now`.
     pub(super) fn check(&self, bottle_id: BottleId, id: &str, now: &Timestamp) -> Check {
         let mut state = self.state.lock().expect("not poisoned");
-        let Some(version) = state.watch.data_version() else {
+        let Some(version) = state.watch.as_mut().and_then(Watch::data_version) else {
             state.version = None;
             state.pending.clear();
             return Check::Unread;
@@ -131,6 +134,17 @@ impl Fresh {
             state.pending.clear();
         }
         state.pending.insert(id.to_owned(), (bottle_id, p.clone()));
+    }
+}
+
+impl Fresh {
+    /// Closes the watch before the pool closes, so the pool's last connection is the file's
+    /// last and folds the WAL into it; later polls read the database (or find it closed).
+    pub(super) fn close(&self) {
+        let mut state = self.state.lock().expect("not poisoned");
+        state.watch = None;
+        state.version = None;
+        state.pending.clear();
     }
 }
 
@@ -300,7 +314,8 @@ mod tests {
 
     fn version(store: &Store) -> i64 {
         let fresh = store.inner.fresh.as_ref().unwrap();
-        fresh.state.lock().unwrap().watch.data_version().unwrap()
+        let mut state = fresh.state.lock().unwrap();
+        state.watch.as_mut().unwrap().data_version().unwrap()
     }
 
     #[tokio::test]
@@ -351,5 +366,9 @@ mod tests {
             d => panic!("expected pending, got {d:?}"),
         }
         store.close().await;
+        assert!(
+            !path.with_extension("db-wal").exists(),
+            "closing the store folds the WAL into the file"
+        );
     }
 }
