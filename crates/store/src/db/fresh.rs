@@ -30,8 +30,9 @@
 //! hand on the database, `-wal` or `-shm` file, would have none of that (and closing it
 //! would silently unlock the database under sqlx's connections): never open them here.
 //!
-//! [`Store::close`](super::Store::close) closes the watch before the pool, so the pool's last
-//! connection is the file's last and folds the WAL into it, as without a watch. The watch is
+//! [`Store::close`](super::Store::close) closes the watch before the writer connection and the
+//! pool, so the last of those is the file's last and folds the WAL into it, as without a
+//! watch. The watch is
 //! opened read-write but never writes (`PRAGMA query_only`): when it does close last (a
 //! store dropped without `close`), it folds the WAL in too, which a read-only connection
 //! cannot do. PostgreSQL has no
@@ -138,8 +139,9 @@ impl Fresh {
 }
 
 impl Fresh {
-    /// Closes the watch before the pool closes, so the pool's last connection is the file's
-    /// last and folds the WAL into it; later polls read the database (or find it closed).
+    /// Closes the watch before the store's other connections, so the last of them is the
+    /// file's last and folds the WAL into it; later polls read the database (or find it
+    /// closed).
     pub(super) fn close(&self) {
         let mut state = self.state.lock().expect("not poisoned");
         state.watch = None;
