@@ -31,6 +31,9 @@ const CHUNKS: [usize; 4] = [64, 16, 4, 1];
 /// entry (a repeat changes no answer).
 const LOOKUPS: [usize; 3] = [4, 16, 64];
 
+/// Items that share one set of lookups: the lookups' largest size.
+const PART: usize = LOOKUPS[LOOKUPS.len() - 1];
+
 const PROPOSAL_INSERT: &str = "INSERT INTO proposals (id, bottle_id, kind, change, change_key, \
     justification, flags, created_at, expires_at) VALUES ";
 const PROPOSAL_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?)";
@@ -111,7 +114,7 @@ fn taken_sql(n: usize, rejected: bool) -> String {
 
 /// The smallest lookup size that holds `n`, and its index.
 fn lookup_size(n: usize) -> usize {
-    LOOKUPS.iter().position(|&s| s >= n).expect("at most 64")
+    LOOKUPS.iter().position(|&s| s >= n).expect("at most PART")
 }
 
 /// The chunk sizes that write `n` rows, largest first.
@@ -273,15 +276,15 @@ pub(super) async fn file_batch(
     now: &Timestamp,
 ) -> StoreResult<Vec<StoreResult<FiledAs>>> {
     let mut out = Vec::with_capacity(items.len());
-    // At most 64 items share one set of lookups (the lookups' largest size).
     let mut items = items.into_iter().peekable();
     while items.peek().is_some() {
-        let part: Vec<_> = items.by_ref().take(64).collect();
+        let part: Vec<_> = items.by_ref().take(PART).collect();
         file_part(conn, limits, part, now, &mut out).await?;
     }
     Ok(out)
 }
 
+/// Files up to [`PART`] items, writing everything they file before it returns.
 async fn file_part(
     conn: &mut AnyConnection,
     limits: &ProposalLimits,
