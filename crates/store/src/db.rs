@@ -322,10 +322,7 @@ impl Store {
             if slot.is_none() {
                 let conn = backend::connect_writer(&self.inner.location, &self.inner.options)
                     .await
-                    .map_err(|e| {
-                        self.record_write(Some(&e));
-                        e
-                    })?;
+                    .inspect_err(|e| self.record_write(Some(e)))?;
                 *slot = Some(conn);
             }
             let conn = slot.as_mut().expect("opened above");
