@@ -136,9 +136,7 @@ impl Fresh {
         }
         state.pending.insert(id.to_owned(), (bottle_id, p.clone()));
     }
-}
 
-impl Fresh {
     /// Closes the watch before the store's other connections, so the last of them is the
     /// file's last and folds the WAL into it; later polls read the database (or find it
     /// closed).
