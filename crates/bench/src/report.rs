@@ -159,6 +159,8 @@ pub fn side_by_side(rows: &[Row]) -> String {
             keys.push(k);
         }
     }
+    // The databases' own limits first, then the scenarios in the order they ran.
+    keys.sort_by_key(|(s, _)| !s.starts_with("baseline"));
     let header = [
         "scenario",
         "style",
@@ -177,10 +179,26 @@ pub fn side_by_side(rows: &[Row]) -> String {
                 .find(|r| r.scenario == scenario && r.style == style && r.backend == b)
         };
         let (s, p) = (get(SQLITE), get(POSTGRES));
+        // A held call has no rate: its memory stands in the rate's column.
         let side = |r: Option<&Row>| match r {
-            Some(r) => [rate_cell(r), fmt_us(r.latency.p99_us), cpu_cell(r)],
+            Some(r) => match r
+                .extra
+                .get("rss_per_held_call_bytes")
+                .and_then(|v| v.as_f64())
+            {
+                Some(b) if r.throughput <= 0.0 => [
+                    format!("{:.1} KiB/held", b / 1024.0),
+                    "-".into(),
+                    "-".into(),
+                ],
+                _ => [rate_cell(r), fmt_us(r.latency.p99_us), cpu_cell(r)],
+            },
             None => ["".into(), "".into(), "".into()],
         };
+        let shown = |c: &[String; 3]| c.iter().any(|x| !x.is_empty() && x != "-");
+        if !shown(&side(s)) && !shown(&side(p)) {
+            continue;
+        }
         let ratio = match (s, p) {
             (Some(s), Some(p)) if s.throughput > 0.0 && p.throughput > 0.0 => {
                 format!("{:.2}×", p.throughput / s.throughput)

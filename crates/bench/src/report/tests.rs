@@ -30,6 +30,12 @@ fn with_p99_ms(mut r: Row, ms: f64) -> Row {
     r
 }
 
+fn held(mut r: Row, kib: f64) -> Row {
+    r.extra
+        .insert("rss_per_held_call_bytes".into(), (kib * 1024.0).into());
+    r
+}
+
 fn run() -> Vec<Row> {
     vec![
         row("baseline-sqlite", "-", "sqlite", 10_000.0),
@@ -43,6 +49,8 @@ fn run() -> Vec<Row> {
         with_cpu(row("propose", MODERN, "postgres", 1200.0), 90.0),
         with_cpu(row("check-pending", MODERN, "postgres", 60_000.0), 15.0),
         with_p99_ms(row("wake-burst", MODERN, "postgres", 900.0), 30.0),
+        row("garbage-batch", "2025-03-26", "postgres", 0.0),
+        held(row("hold", MODERN, "sqlite", 0.0), 28.5),
     ]
 }
 
@@ -165,6 +173,15 @@ fn side_by_side_pairs_the_backends_per_scenario() {
         "bare hyper is in the main table only"
     );
     assert!(line("baseline-pg ").contains("800"));
+    assert!(
+        text.lines().nth(2).unwrap().starts_with("baseline-sqlite"),
+        "baselines first:\n{text}"
+    );
+    assert!(
+        !text.contains("garbage"),
+        "rows with no figure are left out"
+    );
+    assert!(line("hold").contains("28.5 KiB/held"), "{}", line("hold"));
     // One backend alone: nothing to put side by side.
     let sqlite: Vec<Row> = rows
         .into_iter()
