@@ -108,7 +108,8 @@ pub struct RunArgs {
     /// Calls held at once in `hold` [default: 10000; --quick 200].
     #[arg(long)]
     pub hold: Option<usize>,
-    /// The grace window (s) of the `hold` server [default: 20; --quick 3].
+    /// The grace window (s) of the `hold` server, tripled on postgres [default: 20;
+    /// --quick 3].
     #[arg(long)]
     pub hold_grace: Option<u64>,
     /// Held calls woken by out-of-process decisions in `wake` [default: 1000; --quick 50].
@@ -305,6 +306,7 @@ mod tests {
             );
         }
         assert_eq!(second.backend, Backend::Postgres);
+        assert_eq!((first.hold_grace, second.hold_grace), (20, 60));
     }
 
     #[test]

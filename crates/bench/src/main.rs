@@ -129,12 +129,12 @@ fn run(args: RunArgs) -> Result<bool> {
     let mut backends = args.backends();
     let mut setup_rows = Vec::new();
     let mut pg_admin = None;
-    let mut _cluster = None;
+    let mut cluster = None;
     if backends.contains(&Backend::Postgres) {
         match postgres(&args, &base) {
-            Ok(Some((url, cluster))) => {
+            Ok(Some((url, started))) => {
                 pg_admin = Some(url);
-                _cluster = cluster;
+                cluster = started;
             }
             Ok(None) => backends.retain(|b| *b != Backend::Postgres),
             Err(e) => {
@@ -274,9 +274,9 @@ fn run(args: RunArgs) -> Result<bool> {
         "pinned": server_cpu.is_some(),
         "backends": backends.iter().map(|b| b.name()).collect::<Vec<_>>(),
         "postgres": pg_admin.as_ref().map(|url| serde_json::json!({
-            "server": if _cluster.is_some() { "started for the run" } else { "--postgres" },
+            "server": if cluster.is_some() { "started for the run" } else { "--postgres" },
             "url": supervise_store::Location::parse(url).to_string(),
-            "settings": if _cluster.is_some() { pg::SETTINGS.to_vec() } else { Vec::new() },
+            "settings": if cluster.is_some() { pg::SETTINGS.to_vec() } else { Vec::new() },
         })),
         "server_bin": ctx.server_bin.as_ref().map(|p| p.display().to_string()),
         "git_head": git_head(),
