@@ -35,8 +35,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyConnection, AnyPool};
+use sqlx::{Any, AnyConnection, AnyPool, Connection};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tracing::instrument;
 
@@ -123,10 +122,13 @@ pub struct Store {
 #[derive(Debug)]
 struct Inner {
     pool: AnyPool,
-    /// Serialises this process's writers, so they queue here in order instead of spinning
-    /// in SQLite's busy handler or queueing on the advisory lock; other processes are kept
-    /// out by the write lock itself.
-    writer: Arc<Mutex<()>>,
+    /// This process's writer connection, behind the mutex that serialises its writers, so
+    /// they queue here in order instead of retrying for SQLite's write lock or queueing on
+    /// the advisory lock; other processes are kept out by the write lock itself. `None`
+    /// until the first write, and again after a connection is given up on.
+    writer: Arc<Mutex<Option<AnyConnection>>>,
+    /// What the writer connection is opened with, and the busy timeout a write waits.
+    options: StoreOptions,
     limits: ProposalLimits,
     host: String,
     location: Location,
@@ -139,24 +141,30 @@ struct Inner {
     last_write: std::sync::Mutex<Option<WriteFailure>>,
 }
 
-/// A write transaction: this process's writer slot plus `BEGIN IMMEDIATE` on a connection
-/// of its own. The transaction is ours, not sqlx's: sqlx counts transaction depth per
-/// connection, and a COMMIT or ROLLBACK that fails (a full disk) left that count at 1, so
-/// the connection refused every later `BEGIN` while the pool kept handing it out. Here a
-/// failed COMMIT closes the connection, and one dropped without COMMIT is rolled back before
-/// the writer slot is released; if that ROLLBACK fails too, the connection is closed.
+/// How long a write waits before trying a busy SQLite write lock again: short enough to
+/// fall into the gap between another process's back-to-back commits.
+const BUSY_RETRY: Duration = Duration::from_millis(1);
+
+/// A write transaction: this process's writer slot, which holds its writer connection
+/// (opened at the first write, [`backend::connect_writer`]), plus `BEGIN IMMEDIATE` on it.
+/// The transaction is ours, not sqlx's: sqlx counts transaction depth per connection, and a
+/// COMMIT or ROLLBACK that fails (a full disk) left that count at 1, so the connection
+/// refused every later `BEGIN`. Here a failed COMMIT closes the connection (the next write
+/// opens another), and one dropped without COMMIT is rolled back before the writer slot is
+/// released; if that ROLLBACK fails too, the connection is closed.
 struct WriteTx<'a> {
     store: &'a Store,
-    conn: Option<PoolConnection<Any>>,
     /// Owned, so a dropped transaction's rollback (a spawned task) keeps the slot until it
-    /// is done and the next writer never meets this one's lock in SQLite's busy handler.
-    slot: Option<OwnedMutexGuard<()>>,
+    /// is done and the next writer never meets this one's lock. Always holds a connection
+    /// while the transaction is open.
+    slot: Option<OwnedMutexGuard<Option<AnyConnection>>>,
 }
 
 impl WriteTx<'_> {
     fn conn(&mut self) -> &mut AnyConnection {
-        self.conn
+        self.slot
             .as_mut()
+            .and_then(|slot| slot.as_mut())
             .expect("a write transaction has its connection until it ends")
     }
 
@@ -165,11 +173,10 @@ impl WriteTx<'_> {
     async fn commit(mut self) -> StoreResult<()> {
         self.store.check_identity()?;
         let result = sqlx::query("COMMIT").execute(self.conn()).await;
-        let mut conn = self.conn.take().expect("not yet committed");
+        let mut slot = self.slot.take().expect("not yet committed");
         match result {
             Ok(_) => {
                 self.store.record_write(None);
-                drop(conn);
                 Ok(())
             }
             Err(e) => {
@@ -177,8 +184,10 @@ impl WriteTx<'_> {
                 self.store.record_write(Some(&err));
                 // SQLite may or may not have rolled back already; either way this
                 // connection's state is not trusted again.
-                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-                let _ = conn.close().await;
+                if let Some(mut conn) = slot.take() {
+                    let _ = sqlx::query("ROLLBACK").execute(&mut conn).await;
+                    let _ = conn.close().await;
+                }
                 Err(err)
             }
         }
@@ -187,21 +196,24 @@ impl WriteTx<'_> {
 
 impl Drop for WriteTx<'_> {
     fn drop(&mut self) {
-        let Some(mut conn) = self.conn.take() else {
+        let Some(mut slot) = self.slot.take() else {
             return;
         };
-        let slot = self.slot.take();
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
                 rt.spawn(async move {
-                    if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
+                    if let Some(conn) = slot.as_mut()
+                        && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err()
+                        && let Some(conn) = slot.take()
+                    {
                         let _ = conn.close().await;
                     }
                     drop(slot);
                 });
             }
-            // No runtime left to roll back on: closing the connection rolls back.
-            Err(_) => drop(conn.detach()),
+            // No runtime left to roll back on: dropping the connection closes it, which
+            // rolls back.
+            Err(_) => drop(slot.take()),
         }
     }
 }
@@ -245,7 +257,7 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 pool,
-                writer: Arc::new(Mutex::new(())),
+                writer: Arc::new(Mutex::new(None)),
                 limits: options.limits,
                 host,
                 location,
@@ -253,6 +265,7 @@ impl Store {
                 identity,
                 replaced: AtomicBool::new(false),
                 last_write: std::sync::Mutex::new(None),
+                options,
             }),
         })
     }
@@ -278,34 +291,64 @@ impl Store {
         self.inner.limits
     }
 
-    /// Closes the pool (on SQLite, checkpointing the WAL).
+    /// Closes the writer connection and the pool (on SQLite, the last to close checkpoints
+    /// the WAL). Waits for a write in progress to end first.
     pub async fn close(&self) {
+        if let Some(conn) = self.inner.writer.lock().await.take() {
+            let _ = conn.close().await;
+        }
         self.inner.pool.close().await;
     }
 
     /// Begins a write transaction: every write method goes through here, and this is the
-    /// only place that takes the write lock ([`Backend::begin_write`]).
+    /// only place that takes the write lock ([`Backend::begin_write`]). On SQLite a busy
+    /// `BEGIN IMMEDIATE` (another process holds the write lock) is tried again every
+    /// millisecond until the busy timeout has passed, then refused with
+    /// [`StoreError::Busy`]; on PostgreSQL the lock wait is the server's own queue, bounded by
+    /// `lock_timeout`.
     async fn write(&self) -> StoreResult<WriteTx<'_>> {
-        let slot = self.inner.writer.clone().lock_owned().await;
-        let mut conn = self.inner.pool.acquire().await?;
+        let mut slot = self.inner.writer.clone().lock_owned().await;
+        let deadline = tokio::time::Instant::now() + self.inner.options.busy_timeout;
         let begin = self.backend().begin_write();
-        if let Err(e) = sqlx::raw_sql(begin).execute(&mut *conn).await {
+        loop {
+            if slot.is_none() {
+                let conn = backend::connect_writer(&self.inner.location, &self.inner.options)
+                    .await
+                    .inspect_err(|e| self.record_write(Some(e)))?;
+                *slot = Some(conn);
+            }
+            let conn = slot.as_mut().expect("opened above");
+            let Err(e) = sqlx::raw_sql(begin).execute(&mut *conn).await else {
+                return Ok(WriteTx {
+                    store: self,
+                    slot: Some(slot),
+                });
+            };
             let err = self.classify(e);
-            // SQLite's Busy means no transaction began; PostgreSQL's (the lock wait timed
-            // out) left one aborted, which a ROLLBACK ends. Anything else, trust nothing.
-            let ended = self.backend() == Backend::Sqlite
-                || sqlx::query("ROLLBACK").execute(&mut *conn).await.is_ok();
-            if !matches!(err, StoreError::Busy) || !ended {
-                self.record_write(Some(&err));
-                let _ = conn.close().await;
+            let busy = matches!(err, StoreError::Busy);
+            if busy && self.backend() == Backend::Sqlite {
+                // No transaction began. Try again in a moment, unless time is up.
+                let now = tokio::time::Instant::now();
+                if now < deadline {
+                    tokio::time::sleep(BUSY_RETRY.min(deadline - now)).await;
+                    continue;
+                }
+                return Err(err);
+            }
+            // PostgreSQL's Busy (the lock wait timed out) left a transaction aborted, which a
+            // ROLLBACK ends. Anything else, trust nothing: the next write opens another
+            // connection.
+            let ended = busy && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_ok();
+            if !ended {
+                if !busy {
+                    self.record_write(Some(&err));
+                }
+                if let Some(conn) = slot.take() {
+                    let _ = conn.close().await;
+                }
             }
             return Err(err);
         }
-        Ok(WriteTx {
-            store: self,
-            conn: Some(conn),
-            slot: Some(slot),
-        })
     }
 
     /// Whether the database can take writes now, and if not why: the path no longer names

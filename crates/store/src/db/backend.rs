@@ -11,7 +11,7 @@ use std::sync::Once;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
+use sqlx::{AnyConnection, AnyPool, Connection, Executor};
 
 use super::StoreOptions;
 use crate::error::{StoreError, StoreResult};
@@ -154,17 +154,36 @@ fn sqlite_url(path: &Path, create: bool) -> String {
     url
 }
 
-/// Opens the pool. SQLite: WAL, `synchronous` FULL (or NORMAL), foreign keys, the busy
-/// timeout, set on every connection as it opens. PostgreSQL: `lock_timeout` bounds how
-/// long a writer waits for the write lock (then [`StoreError::Busy`], as SQLite's busy
-/// timeout does), and times are never read in a session time zone (they are text).
-pub(super) async fn connect(location: &Location, options: &StoreOptions) -> StoreResult<AnyPool> {
+/// What every connection runs as it opens. SQLite: WAL, `synchronous` FULL (or NORMAL),
+/// foreign keys, and the busy timeout. PostgreSQL: `lock_timeout` bounds how long a writer
+/// waits for the write lock (then [`StoreError::Busy`], as SQLite's busy timeout does), and
+/// times are never read in a session time zone (they are text).
+fn setup_sql(backend: Backend, busy_ms: u128, durable: bool) -> String {
+    match backend {
+        Backend::Sqlite => format!(
+            "PRAGMA busy_timeout = {busy_ms}; PRAGMA journal_mode = WAL; \
+             PRAGMA synchronous = {}; PRAGMA foreign_keys = ON",
+            if durable { "FULL" } else { "NORMAL" }
+        ),
+        Backend::Postgres => {
+            format!("SET lock_timeout = {busy_ms}; SET client_min_messages = warning")
+        }
+    }
+}
+
+fn connect_options(location: &Location, options: &StoreOptions) -> StoreResult<AnyConnectOptions> {
     install_drivers();
     let url = match location {
         Location::File(path) => sqlite_url(path, options.create),
         Location::Postgres(url) => url.clone(),
     };
-    let connect: AnyConnectOptions = url.parse().map_err(StoreError::from)?;
+    url.parse().map_err(StoreError::from)
+}
+
+/// Opens the pool of reading connections (and the migrations' and claims' ones), each set
+/// up by [`setup_sql`]. Write transactions run on [`connect_writer`]'s connection.
+pub(super) async fn connect(location: &Location, options: &StoreOptions) -> StoreResult<AnyPool> {
+    let connect = connect_options(location, options)?;
     let busy_ms = options.busy_timeout.as_millis();
     let durable = options.durable;
     let backend = location.backend();
@@ -174,23 +193,40 @@ pub(super) async fn connect(location: &Location, options: &StoreOptions) -> Stor
         .acquire_timeout(options.busy_timeout + Duration::from_secs(5))
         .after_connect(move |conn, _meta| {
             Box::pin(async move {
-                let setup = match backend {
-                    Backend::Sqlite => format!(
-                        "PRAGMA busy_timeout = {busy_ms}; PRAGMA journal_mode = WAL; \
-                         PRAGMA synchronous = {}; PRAGMA foreign_keys = ON",
-                        if durable { "FULL" } else { "NORMAL" }
-                    ),
-                    Backend::Postgres => {
-                        format!("SET lock_timeout = {busy_ms}; SET client_min_messages = warning")
-                    }
-                };
-                conn.execute(sqlx::AssertSqlSafe(setup)).await?;
+                conn.execute(sqlx::AssertSqlSafe(setup_sql(backend, busy_ms, durable)))
+                    .await?;
                 Ok(())
             })
         })
         .connect_with(connect)
         .await?;
     Ok(pool)
+}
+
+/// Opens this process's writer connection, outside the pool: every write transaction runs
+/// on it, one at a time, so its prepared statements stay cached and no write waits for a
+/// pooled connection. On SQLite its busy timeout is 0: [`Store::write`](super::Store)
+/// retries `BEGIN IMMEDIATE` itself every millisecond up to the store's busy timeout,
+/// where SQLite's own handler would sleep in growing steps (1, 2, 5, … 100 ms) and miss
+/// the short gaps between another process's back-to-back commits.
+pub(super) async fn connect_writer(
+    location: &Location,
+    options: &StoreOptions,
+) -> StoreResult<AnyConnection> {
+    let connect = connect_options(location, options)?;
+    let backend = location.backend();
+    let busy_ms = match backend {
+        Backend::Sqlite => 0,
+        Backend::Postgres => options.busy_timeout.as_millis(),
+    };
+    let mut conn = AnyConnection::connect_with(&connect).await?;
+    conn.execute(sqlx::AssertSqlSafe(setup_sql(
+        backend,
+        busy_ms,
+        options.durable,
+    )))
+    .await?;
+    Ok(conn)
 }
 
 /// The typed error for a failed statement. A PostgreSQL error carries a five-character

@@ -37,13 +37,15 @@ impl Store {
     }
 
     /// The change feed: events after `seq`, oldest first, at most `limit`. One range scan on
-    /// the primary key, whatever the number of waiters asking.
+    /// the primary key, whatever the number of waiters asking. The limit is written into the
+    /// statement, never bound: SQLite's planner reads a bound `LIMIT` value, which marks the
+    /// statement expired at every later bind, so each call would prepare it again (callers
+    /// pass a few constant limits, each one cached statement).
     pub async fn events_after(&self, seq: i64, limit: u32) -> StoreResult<Vec<Event>> {
         let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{EVENT_COLUMNS} WHERE e.seq > $1 ORDER BY e.seq LIMIT $2"
+            "{EVENT_COLUMNS} WHERE e.seq > $1 ORDER BY e.seq LIMIT {limit}"
         )))
         .bind(seq)
-        .bind(i64::from(limit))
         .fetch_all(&self.inner.pool)
         .await?;
         rows::all(rows)
@@ -60,7 +62,8 @@ impl Store {
     /// One bottle generation's events (or, for `None`, the events of no bottle) after
     /// `after` and at most `through`, oldest first, at most `limit`: how the hook runner
     /// reads again a backlog it did not keep in memory. A range scan of the
-    /// `(bottle_id, seq)` index.
+    /// `(bottle_id, seq)` index. The limit is written into the statement, as in
+    /// [`Store::events_after`].
     pub async fn bottle_events_between(
         &self,
         bottle_id: Option<BottleId>,
@@ -70,12 +73,11 @@ impl Store {
     ) -> StoreResult<Vec<Event>> {
         let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{EVENT_COLUMNS} WHERE e.bottle_id IS NOT DISTINCT FROM $1 AND e.seq > $2 AND e.seq <= $3 \
-             ORDER BY e.seq LIMIT $4"
+             ORDER BY e.seq LIMIT {limit}"
         )))
         .bind(bottle_id.map(BottleId::get))
         .bind(after)
         .bind(through)
-        .bind(i64::from(limit))
         .fetch_all(&self.inner.pool)
         .await?;
         rows::all(rows)

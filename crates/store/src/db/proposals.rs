@@ -5,9 +5,12 @@ use serde_json::Value;
 use sqlx::AnyConnection;
 use tracing::instrument;
 
+mod batch;
+
+use batch::{NewRow, file_batch, insert_rows};
+
 use super::bottles::{live_generation, live_names};
 use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
-use super::task_rows::open_task_in;
 use super::trail::{
     NewEvent, SYSTEM, actor_bottle, hits_note, record, record_expired, repeat_is_due,
 };
@@ -15,8 +18,8 @@ use super::{ProposalLimits, Store};
 use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    BottleId, Event, EventKind, Flag, Kind, NewProposal, Proposal, ProposalId, Proposed, Status,
-    StatusFilter, Task, Timestamp,
+    BottleId, Event, EventKind, Kind, NewProposal, Proposal, Proposed, Status, StatusFilter, Task,
+    Timestamp,
 };
 
 /// What filing one item gave: the proposal, and its task when one was asked for and opened.
@@ -68,19 +71,7 @@ impl Store {
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
-        let mut out = Vec::with_capacity(prepared.len());
-        for (item, as_task) in prepared {
-            out.push(match item {
-                Err(e) => Err(e),
-                Ok(p) => match propose_in(w.conn(), &self.inner.limits, p, &now).await? {
-                    Ok(filed @ (Proposed::Created(_) | Proposed::Repeated(_))) if as_task => {
-                        let task = open_task_in(w.conn(), filed.proposal(), &now).await?;
-                        Ok((filed, Some(task)))
-                    }
-                    other => other.map(|filed| (filed, None)),
-                },
-            });
-        }
+        let out = file_batch(w.conn(), &self.inner.limits, prepared, &now).await?;
         w.commit().await?;
         for (r, _) in out.iter().flatten() {
             let p = r.proposal();
@@ -500,63 +491,12 @@ async fn insert(
     conn: &mut AnyConnection,
     limits: &ProposalLimits,
     p: Prepared,
-    (host, slug): (String, String),
+    names: (String, String),
     actor: &str,
     change_text: String,
     now: &Timestamp,
 ) -> StoreResult<Proposal> {
-    let id = ProposalId::generate();
-    let mut flags = change::flags(p.kind, &p.change);
-    if p.observed {
-        flags.push(Flag::Observed);
-    }
-    let flags_text = serde_json::to_string(&flags).unwrap_or_else(|_| "[]".into());
-    let expires_at = limits
-        .proposal_ttl
-        .filter(|d| !d.is_zero())
-        .map(Timestamp::after);
-    sqlx::query(
-        "INSERT INTO proposals (id, bottle_id, kind, change, change_key, justification, flags, \
-         created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-    )
-    .bind(id.as_str())
-    .bind(p.bottle_id.get())
-    .bind(p.kind.as_str())
-    .bind(&change_text)
-    .bind(&p.key)
-    .bind(&p.justification)
-    .bind(&flags_text)
-    .bind(now.as_str())
-    .bind(expires_at.as_ref().map(Timestamp::as_str))
-    .execute(&mut *conn)
-    .await?;
-    record(
-        conn,
-        now,
-        NewEvent {
-            bottle_id: Some(p.bottle_id),
-            proposal_id: Some(&id),
-            kind: Some(p.kind),
-            change: Some(&change_text),
-            note: Some(&p.justification),
-            ..NewEvent::new(EventKind::Proposed, actor)
-        },
-    )
-    .await?;
-    Ok(Proposal {
-        id,
-        host,
-        bottle: slug,
-        bottle_id: p.bottle_id,
-        kind: p.kind,
-        change: p.change,
-        justification: p.justification,
-        status: Status::Pending,
-        flags,
-        hits: 1,
-        created_at: now.clone(),
-        expires_at,
-        decision: None,
-        archived_at: None,
-    })
+    let row = NewRow::new(limits, p, names, actor.to_string(), change_text, now);
+    insert_rows(conn, std::slice::from_ref(&row), now).await?;
+    Ok(row.proposal)
 }

@@ -63,3 +63,36 @@ async fn busy_database_is_retryable_and_recovers(db: TestDb) {
         .unwrap();
 }
 on_both!(busy_database_is_retryable_and_recovers);
+
+/// A write that finds the lock held waits for it, and gets it once the holder commits
+/// within the busy timeout: the proposal is filed, not refused, and exactly once.
+async fn a_write_waits_for_a_lock_released_within_the_busy_timeout(db: TestDb) {
+    let store = db.open().await;
+    let b = bottle(&store, "demo", "127.0.0.1").await;
+    created(&store, egress(&b, "a.example")).await;
+
+    let mut holder = db.raw().await;
+    let take = match db.backend {
+        Backend::Sqlite => "BEGIN IMMEDIATE",
+        _ => "BEGIN; SELECT pg_advisory_xact_lock(8319679467651230067)",
+    };
+    for round in 0..5 {
+        sqlx::raw_sql(take).execute(&mut holder).await.unwrap();
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(40 + 30 * round)).await;
+            sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+        };
+        let host = format!("r{round}.example");
+        let (filed, ()) = tokio::join!(store.propose(egress(&b, &host)), release);
+        assert!(
+            matches!(filed, Ok(supervise_store::Proposed::Created(_))),
+            "round {round}: {filed:?}"
+        );
+    }
+    assert_eq!(
+        store.open_proposals(b.id).await.unwrap().len(),
+        6,
+        "each waiting write filed once"
+    );
+}
+on_both!(a_write_waits_for_a_lock_released_within_the_busy_timeout);

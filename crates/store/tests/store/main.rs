@@ -7,6 +7,7 @@
 #[macro_use]
 mod common;
 mod bad_input;
+mod batch;
 mod busy;
 mod concurrency;
 mod corrupt;
