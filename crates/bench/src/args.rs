@@ -58,6 +58,23 @@ pub enum StyleArg {
     Both,
 }
 
+/// A database the scenarios run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// The name in the table, the targets and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Run every scenario (the default when no --scenario is given).
@@ -67,9 +84,9 @@ pub struct RunArgs {
     /// about speed).
     #[arg(long)]
     pub quick: bool,
-    /// Scenarios to run (comma-separated or repeated): baseline-sqlite, baseline-http,
-    /// propose, propose-capped, check-pending, list, deliver, hold, wake, tasks,
-    /// garbage-batch, squid-acl, sigterm-stalled.
+    /// Scenarios to run (comma-separated or repeated): baseline-sqlite, baseline-sqlx,
+    /// baseline-pg, baseline-http, propose, propose-capped, check-pending, list, deliver,
+    /// hold, wake, tasks, garbage-batch, squid-acl, console, sigterm-stalled.
     #[arg(long, value_delimiter = ',')]
     pub scenario: Vec<String>,
     /// Protocol era the load generator speaks.
@@ -91,7 +108,8 @@ pub struct RunArgs {
     /// Calls held at once in `hold` [default: 10000; --quick 200].
     #[arg(long)]
     pub hold: Option<usize>,
-    /// The grace window (s) of the `hold` server [default: 20; --quick 3].
+    /// The grace window (s) of the `hold` server, tripled on postgres [default: 20;
+    /// --quick 3].
     #[arg(long)]
     pub hold_grace: Option<u64>,
     /// Held calls woken by out-of-process decisions in `wake` [default: 1000; --quick 50].
@@ -124,8 +142,16 @@ pub struct RunArgs {
     /// With --url: the server's pid, for CPU and RSS figures.
     #[arg(long)]
     pub server_pid: Option<u32>,
-    /// Run the servers on PostgreSQL: each gets a fresh database on the server of this admin
-    /// URL (e.g. postgres://postgres@127.0.0.1:5432/postgres) instead of a SQLite file.
+    /// The databases to run the scenarios on, one pass each, in this order (comma-separated):
+    /// sqlite, postgres. The baselines that do not depend on the database run once, in the
+    /// first pass; baseline-pg runs in the postgres pass. postgres without --postgres starts
+    /// a throwaway durable cluster for the run [default: sqlite; with --postgres alone:
+    /// postgres].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub backends: Vec<Backend>,
+    /// The postgres pass runs its servers on this server instead of a cluster of its own:
+    /// each gets a fresh database there, from this admin URL (e.g.
+    /// postgres://postgres@127.0.0.1:5432/postgres).
     #[arg(long, value_name = "URL")]
     pub postgres: Option<String>,
     /// With --url: the server's database, for scenarios that decide or count.
@@ -156,6 +182,24 @@ impl RunArgs {
         Duration::from_secs_f64(v.unwrap_or(if self.quick { quick } else { full }))
     }
 
+    /// The backends to run on, in order, without repeats.
+    pub fn backends(&self) -> Vec<Backend> {
+        let mut out: Vec<Backend> = Vec::new();
+        for &b in &self.backends {
+            if !out.contains(&b) {
+                out.push(b);
+            }
+        }
+        if out.is_empty() {
+            out.push(if self.postgres.is_some() {
+                Backend::Postgres
+            } else {
+                Backend::Sqlite
+            });
+        }
+        out
+    }
+
     /// The scenarios to run and their sizes.
     pub fn plan(&self) -> Result<Plan> {
         let q = self.quick;
@@ -182,6 +226,8 @@ impl RunArgs {
         };
         Ok(Plan {
             scenarios,
+            backend: Backend::Sqlite,
+            shared: true,
             styles,
             quick: q,
             repeat: self.repeat.max(1),
@@ -193,5 +239,116 @@ impl RunArgs {
             deliver: self.pick(self.deliver, 2000, 40),
             preload: self.preload.unwrap_or(if q { 1000 } else { 0 }),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(argv: &[&str]) -> RunArgs {
+        let mut all = vec!["supervise-bench"];
+        all.extend_from_slice(argv);
+        Cli::try_parse_from(all).expect("parses").run
+    }
+
+    fn names(plan: &Plan) -> Vec<&str> {
+        plan.scenarios.iter().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn backends_default_to_sqlite_and_to_postgres_with_a_url_alone() {
+        assert_eq!(parse(&[]).backends(), vec![Backend::Sqlite]);
+        assert_eq!(parse(&["--quick"]).backends(), vec![Backend::Sqlite]);
+        assert_eq!(
+            parse(&["--postgres", "postgres://postgres@127.0.0.1:5432/postgres"]).backends(),
+            vec![Backend::Postgres]
+        );
+    }
+
+    #[test]
+    fn backends_keep_their_order_without_repeats() {
+        assert_eq!(
+            parse(&["--backends", "sqlite,postgres"]).backends(),
+            vec![Backend::Sqlite, Backend::Postgres]
+        );
+        assert_eq!(
+            parse(&["--backends", "postgres", "--backends", "sqlite,postgres"]).backends(),
+            vec![Backend::Postgres, Backend::Sqlite]
+        );
+        let mut all = vec!["supervise-bench", "--backends", "mysql"];
+        assert!(Cli::try_parse_from(&all).is_err());
+        all[2] = "sqlite,";
+        assert!(Cli::try_parse_from(&all).is_err());
+    }
+
+    #[test]
+    fn shared_baselines_run_in_the_first_pass_only() {
+        let plan = parse(&["--all"]).plan().unwrap();
+        let first = plan.for_backend(Backend::Sqlite, true);
+        let second = plan.for_backend(Backend::Postgres, false);
+        for s in [
+            "baseline-sqlite",
+            "baseline-sqlx",
+            "baseline-http",
+            "console",
+        ] {
+            assert!(names(&first).contains(&s), "{s} in the first pass");
+            assert!(!names(&second).contains(&s), "{s} not in the second");
+        }
+        assert!(first.shared && !second.shared);
+        assert!(!names(&first).contains(&"baseline-pg"));
+        assert!(names(&second).contains(&"baseline-pg"));
+        for s in ["propose", "check-pending", "hold", "wake", "tasks"] {
+            assert!(
+                names(&first).contains(&s) && names(&second).contains(&s),
+                "{s}"
+            );
+        }
+        assert_eq!(second.backend, Backend::Postgres);
+        assert_eq!((first.hold_grace, second.hold_grace), (20, 60));
+    }
+
+    #[test]
+    fn a_postgres_only_run_keeps_the_baselines_and_drops_the_preload() {
+        let args = parse(&[
+            "--scenario",
+            "baseline-http,baseline-pg,check-pending",
+            "--preload",
+            "1000",
+            "--backends",
+            "postgres",
+        ]);
+        let plan = args.plan().unwrap().for_backend(Backend::Postgres, true);
+        assert_eq!(
+            names(&plan),
+            ["baseline-http", "baseline-pg", "check-pending"]
+        );
+        assert_eq!(plan.preload, 0);
+        let sqlite = args.plan().unwrap().for_backend(Backend::Sqlite, true);
+        assert_eq!(names(&sqlite), ["baseline-http", "check-pending"]);
+        assert_eq!(sqlite.preload, 1000);
+    }
+
+    #[test]
+    fn quick_runs_every_scenario_but_sigterm_stalled_and_baseline_pg_is_known() {
+        let plan = parse(&["--quick"]).plan().unwrap();
+        assert!(!names(&plan).contains(&"sigterm-stalled"));
+        assert!(names(&plan).contains(&"baseline-pg"));
+        let sqlite = plan.for_backend(Backend::Sqlite, true);
+        assert!(!names(&sqlite).contains(&"baseline-pg"));
+        assert!(parse(&["--scenario", "baseline-pg"]).plan().is_ok());
+        assert!(parse(&["--scenario", "baseline-mysql"]).plan().is_err());
+    }
+
+    #[test]
+    fn rows_name_their_backend() {
+        use crate::scenarios::row_backend;
+        assert_eq!(row_backend("propose", Backend::Postgres), "postgres");
+        assert_eq!(row_backend("propose", Backend::Sqlite), "sqlite");
+        assert_eq!(row_backend("baseline-http", Backend::Postgres), "-");
+        assert_eq!(row_backend("hold-bare", Backend::Sqlite), "-");
+        assert_eq!(row_backend("baseline-sqlite", Backend::Postgres), "sqlite");
+        assert_eq!(row_backend("baseline-pg-c8", Backend::Postgres), "postgres");
     }
 }

@@ -9,7 +9,8 @@
 //! Layout: [`args`] the command line; [`client`] the MCP connection; [`raw`] hand-written
 //! requests for the clients a well-behaved one never is (garbage bodies, clients that do not
 //! read); [`load`] the closed-loop driver; [`scenarios`] the scenarios by family and their
-//! dispatch; [`baseline`] the SQLite and bare-hyper limits; [`procs`] child processes; [`db`]
+//! dispatch; [`baseline`] the SQLite and bare-hyper limits; [`pg`] the PostgreSQL cluster
+//! of a run and `pgbench`; [`procs`] child processes; [`db`]
 //! work on the server's file beside it (deciding, counting, preloading); [`report`] the
 //! table, the targets and the JSON; [`sys`] pinning, rlimits and /proc; [`stats`]
 //! percentiles and the row type.
@@ -19,6 +20,7 @@ mod baseline;
 mod client;
 mod db;
 mod load;
+mod pg;
 mod procs;
 mod raw;
 mod report;
@@ -34,7 +36,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::args::{Cli, Cmd, RunArgs};
+use crate::args::{Backend, Cli, Cmd, RunArgs};
 use crate::scenarios::{Ctx, External};
 
 fn main() -> ExitCode {
@@ -93,8 +95,59 @@ fn machine() -> serde_json::Value {
     serde_json::json!({ "nproc": nproc, "cpu": cpu, "kernel": kernel })
 }
 
+/// The postgres pass's server: `--postgres`, else a cluster started for the run. `Err`: the
+/// pass cannot run (said loudly); `Ok(None)`: PostgreSQL is not installed (said loudly too).
+fn postgres(
+    args: &RunArgs,
+    base: &std::path::Path,
+) -> Result<Option<(String, Option<pg::Cluster>)>> {
+    if let Some(url) = &args.postgres {
+        return Ok(Some((url.clone(), None)));
+    }
+    let Some(bin) = pg::bin_dir() else {
+        eprintln!(
+            "supervise-bench: PostgreSQL IS NOT INSTALLED (no /usr/lib/postgresql/*/bin/initdb): \
+             the postgres pass is SKIPPED, running SQLite only (apt-get install postgresql)"
+        );
+        return Ok(None);
+    };
+    let cluster = pg::Cluster::start(&bin, base)?;
+    eprintln!(
+        "supervise-bench: PostgreSQL cluster in {} at {} ({})",
+        cluster.dir().display(),
+        cluster.admin_url,
+        pg::SETTINGS.join(" ")
+    );
+    Ok(Some((cluster.admin_url.clone(), Some(cluster))))
+}
+
 fn run(args: RunArgs) -> Result<bool> {
     let plan = args.plan()?;
+    let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+
+    // The cluster before pinning: its processes run on every CPU, not the load generator's.
+    let mut backends = args.backends();
+    let mut setup_rows = Vec::new();
+    let mut pg_admin = None;
+    let mut cluster = None;
+    if backends.contains(&Backend::Postgres) {
+        match postgres(&args, &base) {
+            Ok(Some((url, started))) => {
+                pg_admin = Some(url);
+                cluster = started;
+            }
+            Ok(None) => backends.retain(|b| *b != Backend::Postgres),
+            Err(e) => {
+                let mut row = scenarios::failed_row("postgres-cluster", "-", &e);
+                row.backend = "postgres".into();
+                setup_rows.push(row);
+                backends.retain(|b| *b != Backend::Postgres);
+            }
+        }
+        if backends.is_empty() {
+            backends.push(Backend::Sqlite);
+        }
+    }
 
     // Pin before the runtime exists, so its threads inherit the mask.
     let nproc = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -117,7 +170,6 @@ fn run(args: RunArgs) -> Result<bool> {
         );
     }
 
-    let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let dir = tempfile::Builder::new()
         .prefix("supervise-bench-")
         .disable_cleanup(args.keep_dir)
@@ -159,7 +211,8 @@ fn run(args: RunArgs) -> Result<bool> {
         duration: args.secs(args.duration, 3.0, 0.5),
         log_filter: args.server_log.clone(),
         external,
-        postgres: args.postgres.clone(),
+        postgres: None,
+        pgbench: pg::pgbench_bin(pg::bin_dir().as_deref()),
     };
     if ctx.external.is_none() {
         match &ctx.server_bin {
@@ -171,16 +224,41 @@ fn run(args: RunArgs) -> Result<bool> {
     }
 
     let rt = runtime()?;
-    let all_rows = rt.block_on(scenarios::run_all(&ctx, &plan));
+    let mut all_rows = setup_rows;
+    for (k, &backend) in backends.iter().enumerate() {
+        let pass = plan.for_backend(backend, k == 0);
+        if pass.scenarios.is_empty() {
+            continue;
+        }
+        if backends.len() > 1 {
+            eprintln!("supervise-bench: the {} pass", backend.name());
+        }
+        if backend == Backend::Postgres && plan.preload > 0 {
+            eprintln!("supervise-bench: --preload runs on SQLite only; the postgres pass skips it");
+        }
+        let ctx = Ctx {
+            postgres: pg_admin.clone().filter(|_| backend == Backend::Postgres),
+            ..ctx.clone()
+        };
+        let mut rows = rt.block_on(scenarios::run_all(&ctx, &pass));
+        for row in &mut rows {
+            row.extra.insert("pass".into(), k.into());
+        }
+        all_rows.extend(rows);
+    }
     drop(rt);
 
     let medians = report::medians(&all_rows);
     let targets = report::targets(&medians, &all_rows);
     println!();
     print!("{}", report::table(&medians));
+    let side = report::side_by_side(&medians);
+    if !side.is_empty() {
+        println!();
+        print!("{side}");
+    }
     if !targets.is_empty() {
         println!();
-        println!("targets:");
         print!("{}", report::targets_text(&targets));
     }
 
@@ -194,6 +272,12 @@ fn run(args: RunArgs) -> Result<bool> {
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "machine": machine(),
         "pinned": server_cpu.is_some(),
+        "backends": backends.iter().map(|b| b.name()).collect::<Vec<_>>(),
+        "postgres": pg_admin.as_ref().map(|url| serde_json::json!({
+            "server": if cluster.is_some() { "started for the run" } else { "--postgres" },
+            "url": supervise_store::Location::parse(url).to_string(),
+            "settings": if cluster.is_some() { pg::SETTINGS.to_vec() } else { Vec::new() },
+        })),
         "server_bin": ctx.server_bin.as_ref().map(|p| p.display().to_string()),
         "git_head": git_head(),
         "rows": medians,

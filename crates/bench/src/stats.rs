@@ -39,6 +39,9 @@ pub struct Row {
     pub scenario: String,
     /// `2025-11-25`, `2026-07-28` or `-`.
     pub style: String,
+    /// The database the server under test ran on: `sqlite`, `postgres`, or `-` for the
+    /// bare hyper rows, which have none.
+    pub backend: String,
     pub connections: usize,
     pub requests: u64,
     pub errors: u64,

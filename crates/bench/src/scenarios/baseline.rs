@@ -1,11 +1,13 @@
-//! `baseline-http`: the bare hyper server under the same load as `check-pending`.
+//! `baseline-http`: the bare hyper server under the same load as `check-pending`;
+//! `baseline-pg`: `pgbench` on the postgres pass's server ([`crate::pg`]).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use sqlx::Connection;
 
-use super::ctx::{Ctx, check_args};
+use super::ctx::{Ctx, check_args, fresh_database};
 use crate::client::{Style, Target};
 use crate::load::{self, LoadOpts, Plan};
 use crate::procs::{Proc, free_port};
@@ -57,4 +59,43 @@ pub async fn baseline_http(ctx: &Ctx) -> Result<Row> {
         row.note = "bare hyper, fixed JSON-RPC body".into();
     }
     Ok(row)
+}
+
+/// The database `pgbench` inserts into and its script.
+#[derive(Debug)]
+pub struct PgbenchDb {
+    url: String,
+    script: std::path::PathBuf,
+}
+
+/// A fresh database with [`crate::pg::TABLE`] on the postgres pass's server, and the
+/// script file.
+pub async fn pgbench_db(ctx: &Ctx) -> Result<PgbenchDb> {
+    let admin = ctx
+        .postgres
+        .as_deref()
+        .context("baseline-pg runs on the postgres pass (--backends postgres)")?;
+    let url = fresh_database(admin, "pgbench")
+        .await?
+        .display()
+        .to_string();
+    let mut conn = sqlx::PgConnection::connect(&url).await?;
+    sqlx::query(crate::pg::TABLE).execute(&mut conn).await?;
+    let _ = conn.close().await;
+    let script = ctx.dir.join("baseline-pg.sql");
+    std::fs::write(&script, crate::pg::SCRIPT)?;
+    Ok(PgbenchDb { url, script })
+}
+
+/// `baseline-pg` (one client: the PostgreSQL target's denominator) or `baseline-pg-cN`:
+/// `pgbench` for the measured seconds (whole, at least one), on the load generator's CPU
+/// when pinned.
+pub async fn baseline_pg(ctx: &Ctx, db: &PgbenchDb, clients: usize) -> Result<Row> {
+    let pgbench = ctx
+        .pgbench
+        .as_deref()
+        .context("pgbench not found (apt-get install postgresql)")?;
+    let seconds = ctx.duration.as_secs_f64().ceil() as u64;
+    let args = crate::pg::pgbench_args(&db.script, clients, seconds, &db.url);
+    crate::pg::pgbench_row(pgbench, args, ctx.server_cpu.map(|_| 0), clients).await
 }

@@ -25,8 +25,11 @@ pub struct Ctx {
     pub log_filter: String,
     /// `--url`: a running server to target instead of starting one.
     pub external: Option<External>,
-    /// `--postgres`: an admin URL; each server started gets a fresh database there.
+    /// On the postgres pass: an admin URL (`--postgres`, or the cluster started for the
+    /// run); each server started gets a fresh database there.
     pub postgres: Option<String>,
+    /// `pgbench`, for `baseline-pg`.
+    pub pgbench: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -115,7 +118,7 @@ impl Under {
 
 /// Creates the empty database `bench_NAME_PID` on the server of `admin` (a
 /// `postgres://…/DB` URL) and returns its URL.
-async fn fresh_database(admin: &str, name: &str) -> Result<PathBuf> {
+pub(super) async fn fresh_database(admin: &str, name: &str) -> Result<PathBuf> {
     use sqlx::Connection;
     let db = format!("bench_{}_{}", name.replace('-', "_"), std::process::id());
     let mut conn = sqlx::PgConnection::connect(admin).await.with_context(|| {

@@ -24,14 +24,16 @@ use anyhow::Result;
 
 pub use ctx::{Ctx, External, Under};
 
+use crate::args::Backend;
 use crate::client::Style;
 use crate::db;
 use crate::stats::Row;
 
 /// Every scenario, in the order they run.
-pub const ALL_SCENARIOS: [&str; 15] = [
+pub const ALL_SCENARIOS: [&str; 16] = [
     "baseline-sqlite",
     "baseline-sqlx",
+    "baseline-pg",
     "baseline-http",
     "propose",
     "propose-capped",
@@ -50,6 +52,29 @@ pub const ALL_SCENARIOS: [&str; 15] = [
 /// Scenarios `--quick` leaves out unless named: it takes the server's write timeout.
 pub const NOT_QUICK: [&str; 1] = ["sigterm-stalled"];
 
+/// Scenarios that run once, in the first backend's pass, whatever the backends: the limits
+/// that do not depend on the server's database, and the ones that start their servers on
+/// SQLite files of their own (`squid-acl`, `console`). `hold-bare` (in `hold`) too.
+pub const SHARED: [&str; 5] = [
+    "baseline-sqlite",
+    "baseline-sqlx",
+    "baseline-http",
+    "squid-acl",
+    "console",
+];
+
+/// The backend a row of `scenario` measured in a pass on `backend`: `-` for the bare
+/// hyper rows, `sqlite` for the SQLite baselines and the scenarios on their own SQLite
+/// files, `postgres` for the pgbench rows.
+pub fn row_backend(scenario: &str, backend: Backend) -> &'static str {
+    match scenario {
+        "baseline-http" | "hold-bare" => "-",
+        "baseline-sqlite" | "baseline-sqlx" | "squid-acl" | "console" => "sqlite",
+        s if s.starts_with("baseline-pg") => "postgres",
+        _ => backend.name(),
+    }
+}
+
 /// The pending cap of the `propose-capped` server: far above what a run files, so every
 /// proposal is accepted and only the cost of checking the cap shows.
 const PROPOSE_CAP: u64 = 100_000_000;
@@ -58,6 +83,10 @@ const PROPOSE_CAP: u64 = 100_000_000;
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub scenarios: Vec<String>,
+    /// The database of this pass's servers.
+    pub backend: Backend,
+    /// Whether this pass runs the [`SHARED`] scenarios and `hold-bare`.
+    pub shared: bool,
     pub styles: Vec<Style>,
     /// `--quick`: `garbage-batch` does not wait out the server's write timeout.
     pub quick: bool,
@@ -71,7 +100,40 @@ pub struct Plan {
     pub preload: u64,
 }
 
-pub(super) fn failed_row(scenario: &str, style: &str, e: &anyhow::Error) -> Row {
+impl Plan {
+    /// This plan for one pass on `backend`; `first`: the pass that runs the [`SHARED`]
+    /// scenarios. `baseline-pg` runs on postgres only; `--preload` on SQLite only. On
+    /// postgres `hold`'s grace window is three times as long: its calls must all be filed
+    /// (one durable commit each) within 60% of the window, and PostgreSQL commits them
+    /// more slowly than SQLite here.
+    pub fn for_backend(&self, backend: Backend, first: bool) -> Plan {
+        let scenarios = self
+            .scenarios
+            .iter()
+            .filter(|s| first || !SHARED.contains(&s.as_str()))
+            .filter(|s| backend == Backend::Postgres || s.as_str() != "baseline-pg")
+            .cloned()
+            .collect();
+        Plan {
+            scenarios,
+            backend,
+            shared: first,
+            preload: if backend == Backend::Sqlite {
+                self.preload
+            } else {
+                0
+            },
+            hold_grace: if backend == Backend::Sqlite {
+                self.hold_grace
+            } else {
+                self.hold_grace * 3
+            },
+            ..self.clone()
+        }
+    }
+}
+
+pub fn failed_row(scenario: &str, style: &str, e: &anyhow::Error) -> Row {
     eprintln!("supervise-bench: {scenario} failed: {e:#}");
     Row {
         scenario: scenario.into(),
@@ -91,10 +153,11 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
         Style::Legacy
     };
     let push = |r: Result<Row>, scenario: &str, style: &str| {
-        let row = r.unwrap_or_else(|e| failed_row(scenario, style, &e));
+        let mut row = r.unwrap_or_else(|e| failed_row(scenario, style, &e));
+        row.backend = row_backend(&row.scenario, plan.backend).into();
         eprintln!(
-            "  {:<16} {:<10} {:>9.0}/s  errors {}  {}",
-            row.scenario, row.style, row.throughput, row.errors, row.note
+            "  {:<16} {:<10} {:<8} {:>9.0}/s  errors {}  {}",
+            row.scenario, row.style, row.backend, row.throughput, row.errors, row.note
         );
         row
     };
@@ -103,6 +166,7 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
     let mut propose_server: Option<Result<Under>> = None;
     let mut capped_server: Option<Result<Under>> = None;
     let mut check_server: Option<Result<CheckServer>> = None;
+    let mut pgbench_db: Option<Result<baseline::PgbenchDb>> = None;
 
     for rep in 0..plan.repeat {
         let first_of_round = rows.len();
@@ -116,6 +180,23 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
         if want("baseline-sqlx") {
             let r = crate::baseline::sqlx_commits(&ctx.dir, ctx.duration + ctx.warmup).await;
             rows.push(push(r, "baseline-sqlx", "-"));
+        }
+        if want("baseline-pg") {
+            if pgbench_db.is_none() {
+                pgbench_db = Some(baseline::pgbench_db(ctx).await);
+            }
+            for clients in [1, 8] {
+                let r = match pgbench_db.as_ref().expect("made") {
+                    Ok(db) => baseline::baseline_pg(ctx, db, clients).await,
+                    Err(e) => Err(anyhow::anyhow!("{e:#}")),
+                };
+                let name = if clients == 1 {
+                    "baseline-pg".to_string()
+                } else {
+                    format!("baseline-pg-c{clients}")
+                };
+                rows.push(push(r, &name, "-"));
+            }
         }
         if want("baseline-http") {
             let r = baseline::baseline_http(ctx).await;
@@ -221,8 +302,10 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
     drop(check_server);
 
     if want("hold") {
-        let r = hold::hold_bare(ctx, plan.hold, plan.hold_grace.min(10)).await;
-        rows.push(push(r, "hold-bare", "bare"));
+        if plan.shared {
+            let r = hold::hold_bare(ctx, plan.hold, plan.hold_grace.min(10)).await;
+            rows.push(push(r, "hold-bare", "bare"));
+        }
         let r = hold::hold(ctx, primary, plan.hold, plan.hold_grace).await;
         rows.push(push(r, "hold", primary.version()));
     }
