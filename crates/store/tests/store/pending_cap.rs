@@ -74,13 +74,14 @@ on_both!(decide_and_withdraw_free_a_place);
 
 async fn expired_but_unswept_proposals_do_not_count(db: TestDb) {
     let store = db
-        .open_limits(capped(2, Some(Duration::from_millis(300))))
+        .open_limits(capped(2, Some(Duration::from_millis(1500))))
         .await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let one = created(&store, egress(&b, "one.example")).await;
     created(&store, egress(&b, "two.example")).await;
+    // The lifetime is long enough for this refusal to come first on a loaded machine.
     refused(&store, &b, "three.example").await;
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(1600)).await;
     // No sweep has run: the cap itself sees that both are past their time.
     let three = store.propose(egress(&b, "three.example")).await.unwrap();
     assert!(matches!(three, Proposed::Created(_)));
