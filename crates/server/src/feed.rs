@@ -1,6 +1,7 @@
 //! The one reader of the store's change feed. A task reads the events after its position
 //! every watch interval, or at once when the store's change notification says the trail
-//! grew (PostgreSQL's `NOTIFY`; one range scan, whatever the number of subscribers), and publishes
+//! may have grown (PostgreSQL's `NOTIFY`, SQLite's data version; one range scan, whatever
+//! the number of subscribers), and publishes
 //! each page as a batch; the waiters' watcher and the hook runner subscribe to it. A
 //! subscriber that falls behind reads the gap from the store itself, page by page, so it
 //! loses nothing and the reader never waits for it.
@@ -18,7 +19,7 @@ const PAGE: u32 = 1000;
 /// Batches kept for a subscriber that is slow to take them; past that it catches up from
 /// the store.
 const CAPACITY: usize = 64;
-/// How often the reader reads on its own while change notifications arrive (PostgreSQL).
+/// How often the reader reads on its own while the store's change signal is live.
 const NOTIFIED_EVERY: Duration = Duration::from_secs(2);
 /// How long a subscriber that could not read its gap waits before it tries again.
 const RETRY: Duration = Duration::from_millis(200);
@@ -113,10 +114,11 @@ impl Feed {
     }
 
     /// Reads the feed every `every`, or at once when a subscriber asks
-    /// ([`Subscription::read_now`]), and publishes what it finds, until shutdown starts. On
-    /// PostgreSQL it also reads as soon as a change notification arrives, and while they
-    /// arrive reads on its own only every [`NOTIFIED_EVERY`] (a safety net); when the
-    /// listener's connection drops it is back to `every` until the store reconnects.
+    /// ([`Subscription::read_now`]), and publishes what it finds, until shutdown starts. It
+    /// also reads as soon as the store's change signal wakes it (`Store::changes`), and
+    /// while that signal is live reads on its own only every [`NOTIFIED_EVERY`] (a safety
+    /// net); when the signal is lost (PostgreSQL's listener disconnected, SQLite's watch
+    /// closed) it is back to `every` until the signal is back.
     pub(crate) async fn run(self, every: Duration, shutdown: Shutdown) {
         let mut seq = self.start;
         let mut changes = self.store.changes();

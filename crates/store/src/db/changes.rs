@@ -1,12 +1,21 @@
 //! Wake-ups for the change feed's reader, the same API on both backends: [`Changes`] says
 //! when the trail may have grown. On PostgreSQL it is `LISTEN supervise_events` (every
 //! write that appends an event notifies at COMMIT), with the listener reconnecting by
-//! itself; on SQLite there is nothing to listen to and the reader reads at its interval.
-//! Either way a wake-up is a hint, never the data: the reader then reads the feed itself.
+//! itself. On SQLite it is the file's `PRAGMA data_version` on the store's watch connection
+//! ([`fresh`](super::fresh)), read every [`SQLITE_EVERY`]: it changes at any commit, of
+//! this process or another, for about a microsecond of CPU per read, so the reader reads
+//! the feed only after something was committed and at most that long after. Without a
+//! watch the reader reads at its interval. Either way a wake-up is a hint, never the data:
+//! the reader then reads the feed itself.
+
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::{Location, Store, pg};
+
+/// How often the SQLite watch's data version is read for the change feed.
+const SQLITE_EVERY: Duration = Duration::from_millis(2);
 
 /// Tells the change feed's reader when to read (see the module docs). Dropping it stops
 /// the listener.
@@ -19,11 +28,21 @@ pub struct Changes {
 }
 
 impl Store {
-    /// Starts listening for changes (PostgreSQL; on SQLite an inert [`Changes`]). Call it
-    /// from within a tokio runtime.
+    /// Starts listening for changes (PostgreSQL: notifications; SQLite: the data version;
+    /// a SQLite store without its watch gives an inert [`Changes`]). Call it from within a
+    /// tokio runtime.
     pub fn changes(&self) -> Changes {
         let (live_tx, live) = watch::channel(false);
         match &self.inner.location {
+            Location::File(_) if self.inner.fresh.is_some() => {
+                let (wake_tx, wake) = watch::channel(0u64);
+                let task = tokio::spawn(watch_data_version(self.clone(), wake_tx, live_tx));
+                Changes {
+                    wake: Some(wake),
+                    live,
+                    task: Some(task),
+                }
+            }
             Location::File(_) => Changes {
                 wake: None,
                 live,
@@ -47,10 +66,33 @@ impl Store {
     }
 }
 
+/// Reads the SQLite watch's data version every [`SQLITE_EVERY`] and wakes the reader when it
+/// changed; live while it can be read (the store closed, or a failing read, leaves the
+/// reader on its interval).
+async fn watch_data_version(store: Store, wake: watch::Sender<u64>, live: watch::Sender<bool>) {
+    let Some(fresh) = store.inner.fresh.as_ref() else {
+        return;
+    };
+    let mut last = None;
+    let mut tick = tokio::time::interval(SQLITE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let version = fresh.observe();
+        live.send_if_modified(|l| std::mem::replace(l, version.is_some()) != version.is_some());
+        // The first version read wakes the reader too: a commit may have landed between the
+        // reader's last read and this one.
+        if version.is_some() && version != last {
+            wake.send_modify(|n| *n += 1);
+            last = version;
+        }
+    }
+}
+
 impl Changes {
-    /// Returns when the feed may have changed: a notification arrived, or the listener's
-    /// connection was lost or is back (notifications may have been missed). Never returns
-    /// on SQLite. Cancel-safe.
+    /// Returns when the feed may have changed: a notification arrived or the data version
+    /// moved, or the listener's connection was lost or is back (notifications may have
+    /// been missed). Never returns on an inert one. Cancel-safe.
     pub async fn changed(&mut self) {
         match &mut self.wake {
             Some(rx) => {
@@ -62,8 +104,8 @@ impl Changes {
         }
     }
 
-    /// Whether notifications arrive now (PostgreSQL with its listener connected): the
-    /// reader may then read less often, as a safety net only.
+    /// Whether wake-ups arrive now (PostgreSQL with its listener connected; SQLite with its
+    /// watch readable): the reader may then read less often, as a safety net only.
     pub fn live(&self) -> bool {
         *self.live.borrow()
     }

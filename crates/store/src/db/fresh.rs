@@ -106,14 +106,11 @@ impl Fresh {
     /// and is not past its expiry at `now`.
     pub(super) fn check(&self, bottle_id: BottleId, id: &str, now: &Timestamp) -> Check {
         let mut state = self.state.lock().expect("not poisoned");
-        let Some(version) = state.watch.as_mut().and_then(Watch::data_version) else {
-            state.version = None;
-            state.pending.clear();
+        let before = state.version;
+        let Some(version) = state.read_version() else {
             return Check::Unread;
         };
-        if state.version != Some(version) {
-            state.version = Some(version);
-            state.pending.clear();
+        if before != Some(version) {
             return Check::Peek(Version(version));
         }
         match state.pending.get(id) {
@@ -122,6 +119,13 @@ impl Fresh {
             }
             _ => Check::Peek(Version(version)),
         }
+    }
+
+    /// Reads the data version now, with the same effect on remembered answers as a poll's
+    /// check (a new version forgets them all): the change feed's wake-up on SQLite
+    /// ([`Store::changes`](super::Store::changes)). `None` when it cannot be read.
+    pub(super) fn observe(&self) -> Option<i64> {
+        self.state.lock().expect("not poisoned").read_version()
     }
 
     /// Remembers a pending answer the peek read after `version` was read, unless a later
@@ -145,6 +149,19 @@ impl Fresh {
         state.watch = None;
         state.version = None;
         state.pending.clear();
+    }
+}
+
+impl State {
+    /// Reads the data version; a version other than the last one read (or none) forgets
+    /// every remembered answer, which were read at the last one.
+    fn read_version(&mut self) -> Option<i64> {
+        let version = self.watch.as_mut().and_then(Watch::data_version);
+        if version.is_none() || self.version != version {
+            self.version = version;
+            self.pending.clear();
+        }
+        version
     }
 }
 

@@ -227,3 +227,46 @@ async fn a_repeat_is_seen_by_the_next_poll(db: TestDb) {
     }
 }
 on_both!(a_repeat_is_seen_by_the_next_poll);
+
+/// The change feed's wake-up sees a commit by another store on the same database (SQLite:
+/// the data version; PostgreSQL: the notification) and wakes the reader, which then finds
+/// the event. Only liveness is checked: each wait is bounded by a generous timeout.
+async fn the_change_signal_wakes_the_reader_on_another_stores_commit(db: TestDb) {
+    let reader = db.open().await;
+    let other = db.open().await;
+    let b = bottle(&other, "demo", "127.0.0.1").await;
+    let mut changes = reader.changes();
+    for _ in 0..100 {
+        if changes.live() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(changes.live(), "the change signal is live");
+    for round in 0..5 {
+        let seq = reader
+            .events_after(0, 10_000)
+            .await
+            .unwrap()
+            .last()
+            .map_or(0, |e| e.seq);
+        let id = created(&other, egress(&b, &format!("w{round}.example"))).await;
+        // A wake-up may be left over from before the commit; wait until one shows it.
+        let mut seen = false;
+        for _ in 0..10 {
+            tokio::time::timeout(Duration::from_secs(10), changes.changed())
+                .await
+                .expect("woken within 10 s of another store's commit");
+            let events = reader.events_after(seq, 100).await.unwrap();
+            if events
+                .iter()
+                .any(|e| e.proposal_id.as_ref().map(|p| p.as_str()) == Some(id.as_str()))
+            {
+                seen = true;
+                break;
+            }
+        }
+        assert!(seen, "round {round}: the woken reader finds the commit");
+    }
+}
+on_both!(the_change_signal_wakes_the_reader_on_another_stores_commit);
