@@ -30,20 +30,8 @@ pub const SETTINGS: [&str; 5] = [
     "max_connections=200",
 ];
 
-/// The newest installed PostgreSQL's binaries (`…/bin` holding `initdb`).
-pub fn bin_dir() -> Option<PathBuf> {
-    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let v: u32 = e.file_name().to_str()?.parse().ok()?;
-            let bin = e.path().join("bin");
-            bin.join("initdb").exists().then_some((v, bin))
-        })
-        .collect();
-    found.sort();
-    found.pop().map(|(_, b)| b)
-}
+use supervise_testpg::as_postgres;
+pub use supervise_testpg::bin_dir;
 
 /// `pgbench`: beside `initdb`, else on the PATH (`/usr/bin/pgbench`).
 pub fn pgbench_bin(bin: Option<&Path>) -> Option<PathBuf> {
@@ -83,29 +71,7 @@ impl Cluster {
             .arg("-D")
             .arg(&data))?;
         let port = free_port()?;
-        let settings: String = SETTINGS.iter().map(|s| format!(" -c {s}")).collect();
-        let script = format!(
-            r#"
-            "$1/postgres" -D "$2/data" -p "$3" -k "$2"{settings} >"$2/log" 2>&1 &
-            pg=$!
-            while [ -d "/proc/$4" ] && kill -0 "$pg" 2>/dev/null; do sleep 1; done
-            kill -INT "$pg" 2>/dev/null
-            wait "$pg"
-            rm -rf "$2"
-            "#
-        );
-        let watchdog = as_postgres(root, Path::new("sh"))
-            .arg("-c")
-            .arg(script)
-            .arg("watchdog")
-            .arg(bin)
-            .arg(&dir)
-            .arg(port.to_string())
-            .arg(std::process::id().to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
+        let watchdog = supervise_testpg::spawn_watched(root, bin, &dir, port, &SETTINGS)
             .context("starting postgres")?;
         let cluster = Cluster {
             admin_url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
@@ -114,21 +80,10 @@ impl Cluster {
             root,
             watchdog,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let ready = Command::new(bin.join("pg_isready"))
-                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
-                .status()
-                .is_ok_and(|s| s.success());
-            if ready {
-                return Ok(cluster);
-            }
-            if Instant::now() > deadline {
-                let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
-                bail!("the bench's PostgreSQL cluster did not start: {log}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        supervise_testpg::wait_ready(bin, &dir, port).map_err(|log| {
+            anyhow::anyhow!("the bench's PostgreSQL cluster did not start: {log}")
+        })?;
+        Ok(cluster)
     }
 
     pub fn dir(&self) -> &Path {
@@ -158,16 +113,6 @@ impl Drop for Cluster {
             "supervise-bench: the PostgreSQL cluster in {} did not stop within 10 s",
             self.dir.display()
         );
-    }
-}
-
-fn as_postgres(root: bool, program: &Path) -> Command {
-    if root {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--"]).arg(program);
-        c
-    } else {
-        Command::new(program)
     }
 }
 

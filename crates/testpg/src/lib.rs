@@ -121,31 +121,29 @@ fn start() -> Result<Cluster, String> {
             "-D",
         ])
         .arg(&data))?;
-    // The server runs under a watchdog shell: when the test process (our pid) is gone, it
-    // stops the server (fast shutdown) and removes the directory.
-    let script = r#"
-        "$1/postgres" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 \
-            -c fsync=off -c max_connections=300 -c shared_buffers=32MB \
-            >"$2/log" 2>&1 &
-        pg=$!
-        while [ -d "/proc/$4" ] && kill -0 "$pg" 2>/dev/null; do sleep 1; done
-        kill -INT "$pg" 2>/dev/null
-        wait "$pg"
-        rm -rf "$2"
-    "#;
-    as_postgres(root, Path::new("sh"))
-        .arg("-c")
-        .arg(script)
-        .arg("watchdog")
-        .arg(&bin)
-        .arg(&dir)
-        .arg(port.to_string())
-        .arg(std::process::id().to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("start postgres: {e}"))?;
+    spawn_watched(
+        root,
+        &bin,
+        &dir,
+        port,
+        &[
+            "listen_addresses=127.0.0.1",
+            "fsync=off",
+            "max_connections=300",
+            "shared_buffers=32MB",
+        ],
+    )
+    .map_err(|e| format!("start postgres: {e}"))?;
+    wait_ready(&bin, &dir, port).map_err(|log| format!("the test cluster did not start: {log}"))?;
+    Ok(Cluster {
+        base: format!("postgres://postgres@127.0.0.1:{port}"),
+        admin_db: "postgres".into(),
+    })
+}
+
+/// Waits up to a minute for the server [`spawn_watched`] started to accept connections;
+/// if it does not, the error is its log.
+pub fn wait_ready(bin: &Path, dir: &Path, port: u16) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let ready = Command::new(bin.join("pg_isready"))
@@ -153,18 +151,49 @@ fn start() -> Result<Cluster, String> {
             .status()
             .is_ok_and(|s| s.success());
         if ready {
-            break;
+            return Ok(());
         }
         if Instant::now() > deadline {
-            let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
-            return Err(format!("the test cluster did not start: {log}"));
+            return Err(std::fs::read_to_string(dir.join("log")).unwrap_or_default());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    Ok(Cluster {
-        base: format!("postgres://postgres@127.0.0.1:{port}"),
-        admin_db: "postgres".into(),
-    })
+}
+
+/// Starts `BIN/postgres` on the cluster in `DIR/data`, listening on `port` with its socket
+/// in `dir` and each of `settings` as a `-c NAME=VALUE`, under a watchdog shell: when this
+/// process is gone, or the server stops, it stops the server (fast shutdown) and removes
+/// `dir`. The server's log is `DIR/log`. Returns the watchdog.
+pub fn spawn_watched(
+    root: bool,
+    bin: &Path,
+    dir: &Path,
+    port: u16,
+    settings: &[&str],
+) -> std::io::Result<std::process::Child> {
+    let settings: String = settings.iter().map(|s| format!(" -c {s}")).collect();
+    let script = format!(
+        r#"
+        "$1/postgres" -D "$2/data" -p "$3" -k "$2"{settings} >"$2/log" 2>&1 &
+        pg=$!
+        while [ -d "/proc/$4" ] && kill -0 "$pg" 2>/dev/null; do sleep 1; done
+        kill -INT "$pg" 2>/dev/null
+        wait "$pg"
+        rm -rf "$2"
+        "#
+    );
+    as_postgres(root, Path::new("sh"))
+        .arg("-c")
+        .arg(script)
+        .arg("watchdog")
+        .arg(bin)
+        .arg(dir)
+        .arg(port.to_string())
+        .arg(std::process::id().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
 }
 
 /// The newest installed PostgreSQL's binaries.
@@ -189,7 +218,9 @@ fn is_root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
-fn as_postgres(root: bool, program: &Path) -> Command {
+/// `program` as a command run as the `postgres` user when `root` (initdb and postgres
+/// refuse to run as root), else as this user.
+pub fn as_postgres(root: bool, program: &Path) -> Command {
     if root {
         let mut c = Command::new("runuser");
         c.args(["-u", "postgres", "--"]).arg(program);
