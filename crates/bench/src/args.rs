@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::client::Style;
-use crate::scenarios::{ALL_SCENARIOS, NOT_QUICK, Plan};
+use crate::scenarios::{ALL_SCENARIOS, Backend, NOT_QUICK, Plan};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -56,23 +56,6 @@ pub enum StyleArg {
     #[value(name = "2026-07-28", alias = "modern")]
     Modern,
     Both,
-}
-
-/// A database the scenarios run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-impl Backend {
-    /// The name in the table, the targets and the JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Sqlite => "sqlite",
-            Backend::Postgres => "postgres",
-        }
-    }
 }
 
 #[derive(clap::Args, Debug)]

@@ -36,7 +36,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::args::{Backend, Cli, Cmd, RunArgs};
+use crate::args::{Cli, Cmd, RunArgs};
+use crate::scenarios::Backend;
 use crate::scenarios::{Ctx, External};
 
 fn main() -> ExitCode {

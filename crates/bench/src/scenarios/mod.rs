@@ -24,10 +24,26 @@ use anyhow::Result;
 
 pub use ctx::{Ctx, External, Under};
 
-use crate::args::Backend;
 use crate::client::Style;
 use crate::db;
 use crate::stats::Row;
+
+/// A database the scenarios run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// The name in the table, the targets and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
 
 /// Every scenario, in the order they run.
 pub const ALL_SCENARIOS: [&str; 16] = [
