@@ -20,6 +20,7 @@ mod file;
 mod fresh;
 mod gate;
 mod grants;
+mod multirow;
 mod operators;
 mod pg;
 mod proposals;

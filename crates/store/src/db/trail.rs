@@ -1,10 +1,12 @@
 //! Appending to the audit trail: the one insert into `events`, who an actor is, and the
 //! rule that keeps repeats from flooding it.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use sqlx::AnyConnection;
 
+use super::multirow::{CHUNKS, chunks, rows_sql};
 use crate::model::{Actor, BottleId, EventKind, Kind, Proposal, Timestamp, Via};
 
 /// One audit event to append.
@@ -38,28 +40,59 @@ impl<'a> NewEvent<'a> {
     }
 }
 
+const EVENT_INSERT: &str = "INSERT INTO events (at, event, actor, via, bottle_id, proposal_id, \
+    grant_id, kind, change, note) VALUES ";
+const EVENT_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+/// The insert of one event, and of each chunk size of [`record_many`].
+static ONE: LazyLock<String> = LazyLock::new(|| rows_sql(EVENT_INSERT, EVENT_ROW, 1, 1, ""));
+static MANY: LazyLock<[String; 4]> =
+    LazyLock::new(|| CHUNKS.map(|n| rows_sql(EVENT_INSERT, EVENT_ROW, n, 1, "")));
+
+type Insert<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+
+/// Binds one event's row.
+fn bind<'q>(q: Insert<'q>, at: &Timestamp, ev: &NewEvent<'_>) -> Insert<'q> {
+    q.bind(at.as_str())
+        .bind(ev.event.as_str())
+        .bind(ev.actor)
+        .bind(ev.via.map(Via::as_str))
+        .bind(ev.bottle_id.map(BottleId::get))
+        .bind(ev.proposal_id)
+        .bind(ev.grant_id)
+        .bind(ev.kind.map(Kind::as_str))
+        .bind(ev.change)
+        .bind(ev.note)
+}
+
 /// Appends one event inside the caller's transaction.
 pub(super) async fn record(
     conn: &mut AnyConnection,
     at: &Timestamp,
     ev: NewEvent<'_>,
 ) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO events (at, event, actor, via, bottle_id, proposal_id, grant_id, kind, \
-         change, note) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-    )
-    .bind(at.as_str())
-    .bind(ev.event.as_str())
-    .bind(ev.actor)
-    .bind(ev.via.map(Via::as_str))
-    .bind(ev.bottle_id.map(BottleId::get))
-    .bind(ev.proposal_id)
-    .bind(ev.grant_id)
-    .bind(ev.kind.map(Kind::as_str))
-    .bind(ev.change)
-    .bind(ev.note)
-    .execute(&mut *conn)
-    .await?;
+    bind(sqlx::query(ONE.as_str()), at, &ev)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Appends `events` in their order inside the caller's transaction, as [`record`] would one
+/// by one, in a few multi-row statements (a batch's `proposed` events).
+pub(super) async fn record_many(
+    conn: &mut AnyConnection,
+    at: &Timestamp,
+    events: &[NewEvent<'_>],
+) -> sqlx::Result<()> {
+    let mut done = 0;
+    for (i, n) in chunks(events.len()) {
+        let mut q = sqlx::query(MANY[i].as_str());
+        for ev in &events[done..done + n] {
+            q = bind(q, at, ev);
+        }
+        q.execute(&mut *conn).await?;
+        done += n;
+    }
     Ok(())
 }
 

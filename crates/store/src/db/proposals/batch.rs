@@ -17,15 +17,13 @@ use sqlx::AnyConnection;
 use super::{FiledAs, Prepared, pending_count, propose_in};
 use crate::change;
 use crate::db::ProposalLimits;
+use crate::db::multirow::{CHUNKS, chunks, rows_sql};
 use crate::db::task_rows::open_task_in;
-use crate::db::trail::{SYSTEM, actor_bottle};
+use crate::db::trail::{NewEvent, SYSTEM, actor_bottle, record_many};
 use crate::error::{StoreError, StoreResult};
-use crate::model::{Flag, Kind, Proposal, ProposalId, Proposed, Status, Task, Timestamp};
-
-/// Rows per multi-row insert, largest first: a batch is written as a few statements of
-/// these sizes, so the texts (and the prepared statements each connection caches) stay
-/// few, and the largest stays far under SQLite's bound-parameter limit.
-const CHUNKS: [usize; 4] = [64, 16, 4, 1];
+use crate::model::{
+    EventKind, Flag, Kind, Proposal, ProposalId, Proposed, Status, Task, Timestamp,
+};
 
 /// Sizes of the `IN` and `VALUES` lists of the lookups, padded up by repeating their last
 /// entry (a repeat changes no answer).
@@ -37,17 +35,12 @@ const PART: usize = LOOKUPS[LOOKUPS.len() - 1];
 const PROPOSAL_INSERT: &str = "INSERT INTO proposals (id, bottle_id, kind, change, change_key, \
     justification, flags, created_at, expires_at) VALUES ";
 const PROPOSAL_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?)";
-const EVENT_INSERT: &str =
-    "INSERT INTO events (at, event, actor, bottle_id, proposal_id, kind, change, note) VALUES ";
-const EVENT_ROW: &str = "(?, 'proposed', ?, ?, ?, ?, ?, ?)";
 const TASK_INSERT: &str =
     "INSERT INTO tasks (proposal_id, bottle_id, created_at, readable_until) VALUES ";
 const TASK_ROW: &str = "(?, ?, ?, ?)";
 
 static PROPOSALS: LazyLock<[String; 4]> =
     LazyLock::new(|| CHUNKS.map(|n| rows_sql(PROPOSAL_INSERT, PROPOSAL_ROW, n, 1, "")));
-static EVENTS: LazyLock<[String; 4]> =
-    LazyLock::new(|| CHUNKS.map(|n| rows_sql(EVENT_INSERT, EVENT_ROW, n, 1, "")));
 static TASKS: LazyLock<[String; 4]> = LazyLock::new(|| {
     CHUNKS.map(|n| {
         rows_sql(
@@ -59,42 +52,20 @@ static TASKS: LazyLock<[String; 4]> = LazyLock::new(|| {
         )
     })
 });
-static BOTTLES: LazyLock<[String; 3]> =
-    LazyLock::new(|| {
-        LOOKUPS.map(|n| {
-        let ids = (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+static BOTTLES: LazyLock<[String; 3]> = LazyLock::new(|| {
+    LOOKUPS.map(|n| {
         format!(
             "SELECT id, host, slug, CASE WHEN removed_at IS NULL THEN 1 ELSE 0 END, pending_count \
-             FROM bottles WHERE id IN ({ids})"
+             FROM bottles WHERE id IN ({})",
+            rows_sql("", "?", n, 1, "")
         )
     })
-    });
+});
 /// The changes of the batch that have an undecided proposal of their own (and, with the
 /// cooldown, a rejection decided after `$1`): each branch through its partial index.
 static TAKEN: LazyLock<[String; 3]> = LazyLock::new(|| LOOKUPS.map(|n| taken_sql(n, false)));
 static TAKEN_OR_REJECTED: LazyLock<[String; 3]> =
     LazyLock::new(|| LOOKUPS.map(|n| taken_sql(n, true)));
-
-/// `head` then `rows` copies of `row` with each `?` numbered `$first`, `$first+1`, ….
-fn rows_sql(head: &str, row: &str, rows: usize, first: usize, tail: &str) -> String {
-    let mut sql = String::from(head);
-    let mut n = first;
-    for r in 0..rows {
-        if r > 0 {
-            sql.push_str(", ");
-        }
-        for ch in row.chars() {
-            if ch == '?' {
-                let _ = write!(sql, "${n}");
-                n += 1;
-            } else {
-                sql.push(ch);
-            }
-        }
-    }
-    sql.push_str(tail);
-    sql
-}
 
 fn taken_sql(n: usize, rejected: bool) -> String {
     let first = if rejected { 2 } else { 1 };
@@ -115,15 +86,6 @@ fn taken_sql(n: usize, rejected: bool) -> String {
 /// The smallest lookup size that holds `n`, and its index.
 fn lookup_size(n: usize) -> usize {
     LOOKUPS.iter().position(|&s| s >= n).expect("at most PART")
-}
-
-/// The chunk sizes that write `n` rows, largest first.
-fn chunks(mut n: usize) -> impl Iterator<Item = (usize, usize)> {
-    std::iter::from_fn(move || {
-        let i = CHUNKS.iter().position(|&s| s <= n)?;
-        n -= CHUNKS[i];
-        Some((i, CHUNKS[i]))
-    })
 }
 
 /// A created proposal waiting to be written: the proposal as its caller reads it, and the
@@ -219,23 +181,21 @@ pub(super) async fn insert_rows(
         q.execute(&mut *conn).await?;
         at += n;
     }
-    let mut at = 0;
-    for (i, n) in chunks(rows.len()) {
-        let mut q = sqlx::query(EVENTS[i].as_str());
-        for r in &rows[at..at + n] {
+    let events: Vec<NewEvent> = rows
+        .iter()
+        .map(|r| {
             let p = &r.proposal;
-            q = q
-                .bind(now.as_str())
-                .bind(r.actor.as_str())
-                .bind(p.bottle_id.get())
-                .bind(p.id.as_str())
-                .bind(p.kind.as_str())
-                .bind(r.change_text.as_str())
-                .bind(p.justification.as_str());
-        }
-        q.execute(&mut *conn).await?;
-        at += n;
-    }
+            NewEvent {
+                bottle_id: Some(p.bottle_id),
+                proposal_id: Some(p.id.as_str()),
+                kind: Some(p.kind),
+                change: Some(&r.change_text),
+                note: Some(&p.justification),
+                ..NewEvent::new(EventKind::Proposed, &r.actor)
+            }
+        })
+        .collect();
+    record_many(conn, now, &events).await?;
     let tasks: Vec<&NewRow> = rows.iter().filter(|r| r.as_task).collect();
     let mut at = 0;
     for (i, n) in chunks(tasks.len()) {
@@ -445,22 +405,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_statement_numbers_its_rows_parameters_in_order() {
-        assert_eq!(
-            rows_sql("INSERT INTO t (a, b) VALUES ", "(?, 'x', ?)", 2, 1, ""),
-            "INSERT INTO t (a, b) VALUES ($1, 'x', $2), ($3, 'x', $4)"
-        );
+    fn the_lookups_number_their_parameters_in_order() {
+        assert!(BOTTLES[0].ends_with("WHERE id IN ($1, $2, $3, $4)"));
         assert!(taken_sql(4, true).contains("($2, $3, $4)"));
         assert!(taken_sql(4, false).starts_with("WITH v (b, k, c) AS (VALUES ($1, $2, $3)"));
     }
 
     #[test]
-    fn a_batch_is_written_in_few_chunk_sizes() {
-        let sizes = |n| chunks(n).map(|(_, s)| s).collect::<Vec<_>>();
-        assert_eq!(sizes(0), Vec::<usize>::new());
-        assert_eq!(sizes(27), vec![16, 4, 4, 1, 1, 1]);
-        assert_eq!(sizes(64), vec![64]);
-        assert_eq!(sizes(130), vec![64, 64, 1, 1]);
+    fn a_lookup_takes_the_smallest_size_that_holds_it() {
         assert_eq!(lookup_size(1), 0);
         assert_eq!(lookup_size(17), 2);
     }
