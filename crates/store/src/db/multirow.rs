@@ -1,7 +1,7 @@
 //! Multi-row statements: one text per row count from a fixed few ([`CHUNKS`]), so a batch of
 //! any size is written in a few statements whose prepared forms each connection caches.
-//! The batch filing ([`proposals::batch`](super::proposals)) and the trail's
-//! [`record_many`](super::trail::record_many) write through them.
+//! The batch filing (`proposals/batch.rs`) and the trail's `record_many` (`trail.rs`)
+//! write through them.
 
 use std::fmt::Write;
 
