@@ -110,16 +110,7 @@ pub(super) async fn probe(path: &Path) -> StoreResult<()> {
             .fetch_one(&mut conn)
             .await
             .unwrap_or(None);
-        match (app.as_deref(), version) {
-            (Some("supervise"), Some(v)) if v > known_version(Backend::Sqlite) => {
-                Err(StoreError::SchemaTooNew {
-                    found: v,
-                    known: known_version(Backend::Sqlite),
-                })
-            }
-            (Some("supervise"), _) => Ok(()),
-            _ => Err(not_ours()),
-        }
+        judge(app.as_deref(), version, Backend::Sqlite, not_ours)
     };
     let _ = conn.close().await;
     result
@@ -162,17 +153,31 @@ pub(super) async fn probe_postgres(
             .fetch_one(&mut conn)
             .await
             .unwrap_or(None);
-        let known = known_version(Backend::Postgres);
-        match (app.as_deref(), version) {
-            (Some("supervise"), Some(v)) if v > known => {
-                Err(StoreError::SchemaTooNew { found: v, known })
-            }
-            (Some("supervise"), _) => Ok(()),
-            _ => Err(StoreError::NotSupervise(shown)),
-        }
+        judge(app.as_deref(), version, Backend::Postgres, || {
+            StoreError::NotSupervise(shown)
+        })
     };
     let _ = conn.close().await;
     result
+}
+
+/// What a database's `meta.application` and newest migration say, on either backend: a
+/// supervise database no newer than this build is fine; a newer one is refused as
+/// [`StoreError::SchemaTooNew`], anything else with `not_ours`.
+fn judge(
+    app: Option<&str>,
+    version: Option<i64>,
+    backend: Backend,
+    not_ours: impl FnOnce() -> StoreError,
+) -> StoreResult<()> {
+    let known = known_version(backend);
+    match (app, version) {
+        (Some("supervise"), Some(v)) if v > known => {
+            Err(StoreError::SchemaTooNew { found: v, known })
+        }
+        (Some("supervise"), _) => Ok(()),
+        _ => Err(not_ours()),
+    }
 }
 
 /// Checks a host id: 1-253 characters of ASCII letters, digits, `.`, `_` and `-` (a
