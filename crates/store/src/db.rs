@@ -481,7 +481,7 @@ pub struct ServerClaim {
 #[derive(Debug)]
 #[allow(dead_code)]
 enum Hold {
-    File(std::fs::File),
+    File(file::Claim),
     /// The session holding the host's advisory lock; closing it releases the lock.
     Connection(sqlx::PgConnection),
 }

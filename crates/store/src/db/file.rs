@@ -183,10 +183,24 @@ pub(super) fn lock_path(db: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// A held `flock` on `<db>.server-lock`, released when dropped.
+#[derive(Debug)]
+pub(super) struct Claim(File);
+
+impl Drop for Claim {
+    /// Unlocks before the descriptor closes. Closing alone is not enough: a child that
+    /// another thread is spawning holds a copy of every descriptor from its fork until its
+    /// exec, and a `flock` lasts until the last copy closes. Unlocking acts on the shared
+    /// open file, so the next claim is free at once.
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(&self.0, rustix::fs::FlockOperation::Unlock);
+    }
+}
+
 /// Takes the exclusive, non-blocking `flock` on `<db>.server-lock` (created by the same
-/// rules as the database) and writes this process's pid in it. The lock lasts as long as
-/// the returned file is open, and goes with the process however it ends.
-pub(super) fn claim(db: &Path) -> StoreResult<File> {
+/// rules as the database) and writes this process's pid in it. The lock lasts until the
+/// returned claim is dropped, and goes with the process however it ends.
+pub(super) fn claim(db: &Path) -> StoreResult<Claim> {
     let path = lock_path(db);
     let mut file = match create_new(&path) {
         Ok(f) => f,
@@ -212,7 +226,7 @@ pub(super) fn claim(db: &Path) -> StoreResult<File> {
         .set_len(0)
         .and_then(|()| file.rewind())
         .and_then(|()| writeln!(file, "{}", std::process::id()));
-    Ok(file)
+    Ok(Claim(file))
 }
 
 fn open_existing_lock(path: &Path) -> StoreResult<File> {

@@ -1,9 +1,11 @@
 //! The database as a file: a full disk, a deleted or replaced file, planted links, modes
 //! others can write, an empty file, and the one server that may claim it.
 
+use std::io::{Read, Write};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use supervise_store::{ProposalLimits, Store, StoreError, StoreOptions};
 
@@ -354,4 +356,40 @@ async fn one_server_claim_per_database() {
         .claim_server()
         .await
         .expect("free again once the first lets go");
+}
+
+/// A child being spawned holds a copy of every descriptor from its fork until its exec;
+/// a dropped claim must be free at once all the same. The child here waits 1 s between
+/// its fork and its exec, on a thread of its own, while the claim is dropped and taken.
+#[tokio::test]
+#[allow(unsafe_code)] // `pre_exec`, to hold the child between its fork and its exec
+async fn a_dropped_claim_is_free_while_a_child_is_being_spawned() {
+    use std::os::unix::process::CommandExt;
+    let db = TestDb::new();
+    let first = db.open().await;
+    let second = db.open().await;
+    let claim = first.claim_server().await.expect("the first claim");
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let spawner = std::thread::spawn(move || {
+        let mut command = Command::new("true");
+        // SAFETY: the closure only writes one byte to a pipe and sleeps, both
+        // async-signal-safe.
+        unsafe {
+            command.pre_exec(move || {
+                (&writer).write_all(b"f")?;
+                std::thread::sleep(Duration::from_secs(1));
+                Ok(())
+            });
+        }
+        command.status().expect("true runs")
+    });
+    // The byte comes from the child, so the fork has happened.
+    let mut byte = [0u8];
+    reader.read_exact(&mut byte).unwrap();
+    drop(claim);
+    second
+        .claim_server()
+        .await
+        .expect("free at once, though the child still holds a copy");
+    assert!(spawner.join().unwrap().success());
 }
