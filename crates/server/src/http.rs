@@ -287,20 +287,18 @@ fn reply_response(reply: rpc::Reply) -> Response<ReplyBody> {
 /// sends `Content-Type: application/json` and lists `application/json` and
 /// `text/event-stream` in `Accept`). This server only ever answers JSON, so an `Accept` that
 /// admits JSON (`application/json`, `application/*`, `*/*`) is enough.
+/// A media type without its parameters, compared by the caller with ASCII case ignored.
+fn essence(v: &str) -> &str {
+    v.split(';').next().unwrap_or("").trim()
+}
+
 fn media_type_refusal(headers: &HeaderMap) -> Option<Response<ReplyBody>> {
-    let essence = |v: &str| {
-        v.split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase()
-    };
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(essence);
-    if content_type.as_deref() != Some("application/json") {
-        let got = content_type.unwrap_or_else(|| "none".into());
+    if !content_type.is_some_and(|t| t.eq_ignore_ascii_case("application/json")) {
+        let got = content_type.map_or_else(|| "none".into(), str::to_ascii_lowercase);
         return Some(rpc_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorObject::invalid_request(format!(
@@ -314,7 +312,11 @@ fn media_type_refusal(headers: &HeaderMap) -> Option<Response<ReplyBody>> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(essence)
-        .any(|t| t == "application/json" || t == "application/*" || t == "*/*");
+        .any(|t| {
+            ["application/json", "application/*", "*/*"]
+                .iter()
+                .any(|j| t.eq_ignore_ascii_case(j))
+        });
     if !accepts_json {
         return Some(rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -358,13 +360,15 @@ fn check_origin_and_host(app: &App, headers: &HeaderMap) -> Result<(), String> {
     let config = &app.config;
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("").trim();
-        let norm = origin.trim_end_matches('/').to_ascii_lowercase();
-        let ok = norm == format!("http://localhost:{port}")
-            || norm == format!("http://127.0.0.1:{port}")
+        let norm = origin.trim_end_matches('/');
+        let ok = (norm
+            .get(..7)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
+            && is_local(&norm[7..], &["localhost", "127.0.0.1"], port))
             || config
                 .allowed_origins
                 .iter()
-                .any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(&norm));
+                .any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(norm));
         if !ok {
             return Err(format!(
                 "origin {origin:?} is not allowed (allowed: http://localhost:{port}, \
@@ -375,36 +379,49 @@ fn check_origin_and_host(app: &App, headers: &HeaderMap) -> Result<(), String> {
     }
     let host = headers
         .get(header::HOST)
-        .map(|h| h.to_str().unwrap_or("").trim().to_ascii_lowercase());
+        .map(|h| h.to_str().unwrap_or("").trim());
     let host_allowed = |h: &str| {
         config
             .allowed_hosts
             .iter()
             .any(|a| a.eq_ignore_ascii_case(h))
     };
+    let shown = |host: Option<&str>| host.unwrap_or_default().to_ascii_lowercase();
     if app.local_addr.ip().is_loopback() {
-        let ok = host.as_deref().is_some_and(|h| {
-            h == format!("localhost:{port}")
-                || h == format!("127.0.0.1:{port}")
-                || h == format!("[::1]:{port}")
-                || host_allowed(h)
+        let ok = host.is_some_and(|h| {
+            is_local(h, &["localhost", "127.0.0.1", "[::1]"], port) || host_allowed(h)
         });
         if !ok {
             return Err(format!(
                 "host {:?} is not allowed (allowed: localhost:{port}, 127.0.0.1:{port}, \
                  [::1]:{port}{}); start the server with --allowed-host to allow it",
-                host.unwrap_or_default(),
+                shown(host),
                 extra(&config.allowed_hosts)
             ));
         }
-    } else if !config.allowed_hosts.is_empty() && !host.as_deref().is_some_and(host_allowed) {
+    } else if !config.allowed_hosts.is_empty() && !host.is_some_and(host_allowed) {
         return Err(format!(
             "host {:?} is not allowed (allowed: {})",
-            host.unwrap_or_default(),
+            shown(host),
             config.allowed_hosts.join(", ")
         ));
     }
     Ok(())
+}
+
+/// Whether `value` is `NAME:PORT` with NAME one of `names` (ASCII case ignored) and PORT
+/// exactly `port` in decimal, without a leading zero. Compared in place: this runs on
+/// every request.
+fn is_local(value: &str, names: &[&str], port: u16) -> bool {
+    let Some((name, digits)) = value.rsplit_once(':') else {
+        return false;
+    };
+    let decimal = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits.len() == 1 || !digits.starts_with('0'));
+    decimal
+        && digits.parse::<u16>() == Ok(port)
+        && names.iter().any(|n| n.eq_ignore_ascii_case(name))
 }
 
 fn extra(list: &[String]) -> String {
@@ -461,5 +478,33 @@ mod tests {
         assert_eq!(canonical_ip(v6), v6);
         let v4: IpAddr = "10.0.0.7".parse().unwrap();
         assert_eq!(canonical_ip(v4), v4);
+    }
+
+    #[test]
+    fn a_local_host_is_its_name_and_exactly_this_port() {
+        let names = ["localhost", "127.0.0.1", "[::1]"];
+        for ok in [
+            "localhost:7411",
+            "LocalHost:7411",
+            "127.0.0.1:7411",
+            "[::1]:7411",
+        ] {
+            assert!(is_local(ok, &names, 7411), "{ok}");
+        }
+        for refused in [
+            "localhost",
+            "localhost:",
+            "localhost:7412",
+            "localhost:07411",
+            "localhost:+7411",
+            "localhost:74110",
+            "localhost.evil:7411",
+            "evil:7411",
+            ":7411",
+            "localhost:7411:7411",
+        ] {
+            assert!(!is_local(refused, &names, 7411), "{refused}");
+        }
+        assert!(is_local("localhost:0", &names, 0));
     }
 }
