@@ -93,14 +93,48 @@ fn value_text(v: &Value) -> String {
 /// The structured form of a proposal: `proposal_id`, `status`, `kind`, `proposal` (the
 /// change plus justification) and, once decided, `decision`.
 pub(crate) fn proposal_json(p: &Proposal, status: &str) -> Value {
-    let mut proposal = p.change.as_object().cloned().unwrap_or_default();
-    proposal.insert("justification".into(), Value::from(p.justification.clone()));
+    structured(
+        p.id.to_string(),
+        status,
+        p.kind,
+        p.change.as_object().cloned().unwrap_or_default(),
+        p.justification.clone(),
+        p.decision.as_ref(),
+    )
+}
+
+/// [`proposal_json`] for a proposal no longer needed: its id, change and justification are
+/// moved into place rather than copied.
+fn into_proposal_json(p: Proposal, status: &str) -> Value {
+    let change = match p.change {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    structured(
+        p.id.into(),
+        status,
+        p.kind,
+        change,
+        p.justification,
+        p.decision.as_ref(),
+    )
+}
+
+fn structured(
+    id: String,
+    status: &str,
+    kind: Kind,
+    mut proposal: Map<String, Value>,
+    justification: String,
+    decision: Option<&supervise_store::Decision>,
+) -> Value {
+    proposal.insert("justification".into(), Value::String(justification));
     let mut out = Map::new();
-    out.insert("proposal_id".into(), Value::from(p.id.clone()));
+    out.insert("proposal_id".into(), Value::String(id));
     out.insert("status".into(), Value::from(status));
-    out.insert("kind".into(), Value::from(p.kind.as_str()));
+    out.insert("kind".into(), Value::from(kind.as_str()));
     out.insert("proposal".into(), Value::Object(proposal));
-    if let Some(d) = &p.decision {
+    if let Some(d) = decision {
         out.insert(
             "decision".into(),
             json!({
@@ -135,26 +169,33 @@ fn answer(status: &'static str, p: &Proposal, body: String, next: String) -> Ans
     }
 }
 
-/// Still undecided: the id and the pointer to `check-proposal`.
-pub(crate) fn pending(p: &Proposal) -> Answer {
-    let what = describe(p.kind, &p.change);
-    let expiry = p
-        .expires_at
-        .as_ref()
-        .map(|e| format!(" It stays queued until {e} unless decided."))
-        .unwrap_or_else(|| " It stays queued until decided.".into());
-    answer(
-        "pending",
-        p,
-        format!(
-            "Proposal {id} ({what}) is pending: the operator has not decided it yet.{expiry}",
-            id = p.id
-        ),
-        format!(
-            "poll check-proposal with proposal_id {} in a minute; do not propose again.",
-            p.id
-        ),
-    )
+/// Still undecided: the id and the pointer to `check-proposal`. Takes the proposal, the
+/// answer of every pending poll, so its fields move into the answer.
+pub(crate) fn pending(p: Proposal) -> Answer {
+    use std::fmt::Write as _;
+    let mut text = String::with_capacity(256);
+    let _ = write!(
+        text,
+        "Proposal {id} ({what}) is pending: the operator has not decided it yet.",
+        id = p.id,
+        what = describe(p.kind, &p.change)
+    );
+    match &p.expires_at {
+        Some(e) => {
+            let _ = write!(text, " It stays queued until {e} unless decided.");
+        }
+        None => text.push_str(" It stays queued until decided."),
+    }
+    let _ = write!(
+        text,
+        "\nNext: poll check-proposal with proposal_id {} in a minute; do not propose again.",
+        p.id
+    );
+    Answer {
+        status: Some("pending"),
+        text,
+        structured: into_proposal_json(p, "pending"),
+    }
 }
 
 /// A delivered decision (approved, modified or rejected), or an expiry.
@@ -212,7 +253,7 @@ pub(crate) fn delivered(p: &Proposal) -> Answer {
             format!("Proposal {} ({what}) was withdrawn.", p.id),
             "propose again only if you still need it.".into(),
         ),
-        Status::Pending => pending(p),
+        Status::Pending => pending(p.clone()),
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use supervise_store::{Bottle, Store, StoreResult};
@@ -18,8 +18,11 @@ use supervise_store::{Bottle, Store, StoreResult};
 #[derive(Debug)]
 pub(crate) struct BottleCache {
     ttl: Duration,
-    entries: Mutex<HashMap<IpAddr, (Instant, Option<Bottle>)>>,
+    entries: Mutex<HashMap<IpAddr, Entry>>,
 }
+
+/// When an address was looked up, and its live bottle then (`None`: unregistered).
+type Entry = (Instant, Option<Arc<Bottle>>);
 
 /// A tool found that the generation it was attributed to has been removed: attribute again.
 #[derive(Debug, Clone, Copy)]
@@ -37,14 +40,19 @@ impl BottleCache {
         }
     }
 
-    /// The live bottle for `ip`, if any.
-    pub(crate) async fn lookup(&self, store: &Store, ip: IpAddr) -> StoreResult<Option<Bottle>> {
+    /// The live bottle for `ip`, if any: shared with the cache, so a request copies no
+    /// strings to be attributed.
+    pub(crate) async fn lookup(
+        &self,
+        store: &Store,
+        ip: IpAddr,
+    ) -> StoreResult<Option<Arc<Bottle>>> {
         if let Some((at, bottle)) = self.entries.lock().expect("not poisoned").get(&ip)
             && at.elapsed() < self.ttl
         {
             return Ok(bottle.clone());
         }
-        let bottle = store.bottle_for_ip(ip).await?;
+        let bottle = store.bottle_for_ip(ip).await?.map(Arc::new);
         let mut entries = self.entries.lock().expect("not poisoned");
         if entries.len() >= MAX_ENTRIES {
             let ttl = self.ttl;
@@ -61,7 +69,7 @@ impl BottleCache {
         &self,
         store: &Store,
         stale: &Bottle,
-    ) -> StoreResult<Option<Bottle>> {
+    ) -> StoreResult<Option<Arc<Bottle>>> {
         self.entries
             .lock()
             .expect("not poisoned")

@@ -124,7 +124,7 @@ async fn file(
         return Ok(Step::Done(Filed::Task(task, Box::new(p))));
     }
     if app.config.grace.is_zero() || app.shutdown.is_started() {
-        return done(answer::pending(&p));
+        return done(answer::pending(p));
     }
     Ok(Step::Wait(Box::new(p)))
 }
@@ -135,7 +135,7 @@ async fn wait_for(app: &App, bottle: &Bottle, p: Box<Proposal>) -> Answer {
         Ok(place) => place,
         Err(full) => {
             tracing::debug!(bottle = %bottle.slug, proposal = %p.id, ?full, "wait limit reached; answering pending at once");
-            return answer::pending(&p);
+            return answer::pending(*p);
         }
     };
     let deadline = tokio::time::Instant::now() + app.config.grace;
@@ -151,7 +151,7 @@ async fn wait_for(app: &App, bottle: &Bottle, p: Box<Proposal>) -> Answer {
             tracing::info!(bottle = %bottle.slug, proposal = %p.id, "waiting call told its proposal was withdrawn");
             answer::withdrawn_while_waiting(&p)
         }
-        Waited::TimedOut | Waited::ShuttingDown => answer::pending(&p),
+        Waited::TimedOut | Waited::ShuttingDown => answer::pending(*p),
     }
 }
 
@@ -176,7 +176,7 @@ pub(crate) fn delivered(d: Delivery, id: &str, bottle: &Bottle, via: Via) -> Ans
             answer::delivered(&p)
         }
         Delivery::Expired(p) => answer::expired(&p),
-        Delivery::Pending(p) => answer::pending(&p),
+        Delivery::Pending(p) => answer::pending(p),
         Delivery::Unknown => answer::unknown(id),
     }
 }

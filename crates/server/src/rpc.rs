@@ -10,6 +10,8 @@
 //! has them; their requests run concurrently and are answered in order, within the bounds
 //! [`batch`] lists.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use futures_util::future::join_all;
 use http::{HeaderMap, StatusCode};
@@ -40,7 +42,7 @@ pub(crate) enum Reply {
 
 /// A `POST /mcp` request as the HTTP layer read and checked it: its bottle, headers and body.
 pub(crate) struct Read {
-    pub(crate) bottle: Bottle,
+    pub(crate) bottle: Arc<Bottle>,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
 }
