@@ -51,8 +51,8 @@ pub use lifecycle::{
 };
 pub use modern::{
     CacheScope, DiscoverResult, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL,
-    META_PROTOCOL_VERSION, META_SERVER_INFO, ModernMeta, ResultType, modern_meta, modern_result,
-    requested_version,
+    META_PROTOCOL_VERSION, META_SERVER_INFO, ModernMeta, ResultType, is_modern_request,
+    modern_meta, modern_result, requested_version,
 };
 pub use tasks::{
     CreateTaskResult, DetailedTask, ListenFilter, ListenParams, TASKS_EXTENSION, Task,

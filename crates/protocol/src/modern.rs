@@ -50,6 +50,15 @@ pub fn requested_version(params: Option<&Value>) -> Option<&str> {
     params?.get("_meta")?.get(META_PROTOCOL_VERSION)?.as_str()
 }
 
+/// Whether `params` are a modern (2026-07-28) request's: exactly when [`modern_meta`] is
+/// `Some`, without reading or copying the fields.
+pub fn is_modern_request(params: Option<&Value>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object)
+        .is_some_and(|meta| meta.contains_key(META_PROTOCOL_VERSION))
+}
+
 /// Read the per-request protocol fields of a modern (2026-07-28) request.
 ///
 /// - `None`: `params._meta` has no `io.modelcontextprotocol/protocolVersion`, so this is a
@@ -218,6 +227,27 @@ mod tests {
 
     fn meta_params(meta: Value) -> Value {
         json!({ "name": "check-proposal", "_meta": meta })
+    }
+
+    #[test]
+    fn a_modern_request_is_one_with_modern_meta() {
+        let cases = [
+            json!({"name": "x"}),
+            meta_params(json!(3)),
+            meta_params(json!({})),
+            meta_params(json!({META_PROTOCOL_VERSION: 7})),
+            meta_params(json!({META_PROTOCOL_VERSION: "2026-07-28"})),
+            meta_params(json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}})),
+            json!(null),
+        ];
+        for params in cases {
+            assert_eq!(
+                is_modern_request(Some(&params)),
+                modern_meta(Some(&params)).is_some(),
+                "{params}"
+            );
+        }
+        assert!(!is_modern_request(None));
     }
 
     #[test]

@@ -19,8 +19,8 @@ use serde_json::Value;
 use supervise_protocol::{
     DEFAULT_WITHOUT_HEADER, ErrorCode, ErrorObject, ErrorResponse, Incoming, MAX_BATCH_LEN,
     Message, ModernMeta, ProtocolVersion, Request, RequestId, Response, SUPPORTED_VERSIONS,
-    decode_header_value, header, invalid_batch_error, methods, modern_meta, modern_result,
-    parse_message, requested_version,
+    decode_header_value, header, invalid_batch_error, is_modern_request, methods, modern_meta,
+    modern_result, parse_message, requested_version,
 };
 use supervise_store::Bottle;
 use supervise_store::text::escape_untrusted;
@@ -106,7 +106,7 @@ fn classify(headers: HeaderMap, body: Bytes) -> Classified {
         Incoming::Response(_) => Classified::Reply(Reply::Accepted),
         Incoming::Request(req)
             if req.method == methods::SUBSCRIPTIONS_LISTEN
-                && modern_meta(req.params.as_ref()).is_some() =>
+                && is_modern_request(req.params.as_ref()) =>
         {
             tracing::Span::current().record("rpc_method", methods::SUBSCRIPTIONS_LISTEN);
             Classified::Listen(headers, req)
@@ -221,7 +221,7 @@ async fn batch_item(
     let response = match item {
         Err(e) => return Some((e.id.clone(), serde_json::to_vec(&e).expect("serialise"))),
         Ok(Message::Notification(_) | Message::Response(_)) => return None,
-        Ok(Message::Request(req)) if modern_meta(req.params.as_ref()).is_some() => Response::error(
+        Ok(Message::Request(req)) if is_modern_request(req.params.as_ref()) => Response::error(
             Some(req.id),
             ErrorObject::invalid_request("a 2026-07-28 request cannot be part of a batch"),
         ),
@@ -275,7 +275,7 @@ async fn request(
 /// The era of `req`, and in 2026-07-28 its header and `_meta` checks.
 fn prepare(headers: &HeaderMap, req: Request) -> Result<Ready, Refused> {
     let header_version = header_value(headers, header::PROTOCOL_VERSION);
-    let modern = modern_meta(req.params.as_ref()).is_some()
+    let modern = is_modern_request(req.params.as_ref())
         || req.method == methods::SERVER_DISCOVER
         || header_version
             .as_deref()
