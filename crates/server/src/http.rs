@@ -283,15 +283,15 @@ fn reply_response(reply: rpc::Reply) -> Response<ReplyBody> {
     }
 }
 
-/// `POST /mcp` carries JSON and must accept a JSON answer (MCP Streamable HTTP: the client
-/// sends `Content-Type: application/json` and lists `application/json` and
-/// `text/event-stream` in `Accept`). This server only ever answers JSON, so an `Accept` that
-/// admits JSON (`application/json`, `application/*`, `*/*`) is enough.
 /// A media type without its parameters, compared by the caller with ASCII case ignored.
 fn essence(v: &str) -> &str {
     v.split(';').next().unwrap_or("").trim()
 }
 
+/// `POST /mcp` carries JSON and must accept a JSON answer (MCP Streamable HTTP: the client
+/// sends `Content-Type: application/json` and lists `application/json` and
+/// `text/event-stream` in `Accept`). This server only ever answers JSON, so an `Accept` that
+/// admits JSON (`application/json`, `application/*`, `*/*`) is enough.
 fn media_type_refusal(headers: &HeaderMap) -> Option<Response<ReplyBody>> {
     let content_type = headers
         .get(header::CONTENT_TYPE)

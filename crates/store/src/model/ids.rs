@@ -104,7 +104,7 @@ impl Timestamp {
     }
 
     /// `t` in the stored form. Written digit by digit for years 0 to 9999: polls compare
-    /// against the current time, and the general formatter cost a tenth of a poll. Other
+    /// against the current time, and the general formatter cost about 2k instructions. Other
     /// years (never stored in practice) go through it.
     fn from_time(t: OffsetDateTime) -> Timestamp {
         let t = t.to_offset(time::UtcOffset::UTC);
