@@ -128,11 +128,12 @@ async fn ended_grants_never_count(db: TestDb) {
         &a,
         "short.test",
         443,
-        Some(Duration::from_millis(300)),
+        // Long enough to be asked about on a loaded machine, short enough to wait out.
+        Some(Duration::from_millis(1500)),
     )
     .await;
     assert!(ask(&store, "a", "short.test", 443).await.is_allowed());
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(1600)).await;
     assert_eq!(
         reason(&ask(&store, "a", "short.test", 443).await),
         DenyReason::NoGrant,
