@@ -206,7 +206,7 @@ pub(super) async fn connect(location: &Location, options: &StoreOptions) -> Stor
 /// Opens this process's writer connection, outside the pool: every write transaction runs
 /// on it, one at a time, so its prepared statements stay cached and no write waits for a
 /// pooled connection. On SQLite its busy timeout is 0: [`Store::write`](super::Store)
-/// retries `BEGIN IMMEDIATE` itself every millisecond up to the store's busy timeout,
+/// retries `BEGIN IMMEDIATE` itself, every 200 µs at first, up to the store's busy timeout,
 /// where SQLite's own handler would sleep in growing steps (1, 2, 5, … 100 ms) and miss
 /// the short gaps between another process's back-to-back commits.
 pub(super) async fn connect_writer(
