@@ -5,6 +5,11 @@
 
 use std::fmt::Write;
 
+use sqlx::AnyConnection;
+
+/// A statement being bound.
+pub(super) type Insert<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+
 /// Rows per multi-row insert, largest first: a batch is written as a few statements of
 /// these sizes, so the texts (and the prepared statements each connection caches) stay
 /// few, and the largest stays far under SQLite's bound-parameter limit.
@@ -38,6 +43,25 @@ pub(super) fn chunks(mut n: usize) -> impl Iterator<Item = (usize, usize)> {
         n -= CHUNKS[i];
         Some((i, CHUNKS[i]))
     })
+}
+
+/// Writes `rows` in the chunk sizes of [`chunks`], each chunk with its statement from
+/// `sqls` (the text for that size, in [`CHUNKS`] order) and each row bound by `bind`.
+pub(super) async fn insert_chunked<T>(
+    conn: &mut AnyConnection,
+    sqls: &'static [String; CHUNKS.len()],
+    rows: &[T],
+    bind: impl Fn(Insert<'static>, &T) -> Insert<'static>,
+) -> sqlx::Result<()> {
+    let mut at = 0;
+    for (i, n) in chunks(rows.len()) {
+        let q = rows[at..at + n]
+            .iter()
+            .fold(sqlx::query(sqls[i].as_str()), &bind);
+        q.execute(&mut *conn).await?;
+        at += n;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

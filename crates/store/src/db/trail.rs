@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sqlx::AnyConnection;
 
-use super::multirow::{CHUNKS, chunks, rows_sql};
+use super::multirow::{CHUNKS, Insert, insert_chunked, rows_sql};
 use crate::model::{Actor, BottleId, EventKind, Kind, Proposal, Timestamp, Via};
 
 /// One audit event to append.
@@ -49,8 +49,6 @@ static ONE: LazyLock<String> = LazyLock::new(|| rows_sql(EVENT_INSERT, EVENT_ROW
 static MANY: LazyLock<[String; 4]> =
     LazyLock::new(|| CHUNKS.map(|n| rows_sql(EVENT_INSERT, EVENT_ROW, n, 1, "")));
 
-type Insert<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
-
 /// Binds one event's row.
 fn bind<'q>(q: Insert<'q>, at: &Timestamp, ev: &NewEvent<'_>) -> Insert<'q> {
     q.bind(at.as_str())
@@ -84,16 +82,7 @@ pub(super) async fn record_many(
     at: &Timestamp,
     events: &[NewEvent<'_>],
 ) -> sqlx::Result<()> {
-    let mut done = 0;
-    for (i, n) in chunks(events.len()) {
-        let mut q = sqlx::query(MANY[i].as_str());
-        for ev in &events[done..done + n] {
-            q = bind(q, at, ev);
-        }
-        q.execute(&mut *conn).await?;
-        done += n;
-    }
-    Ok(())
+    insert_chunked(conn, &MANY, events, |q, ev| bind(q, at, ev)).await
 }
 
 /// Records that a decided (or expired) proposal's outcome was delivered, by `actor`: the

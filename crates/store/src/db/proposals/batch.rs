@@ -17,7 +17,7 @@ use sqlx::AnyConnection;
 use super::{FiledAs, Prepared, pending_count, propose_in};
 use crate::change;
 use crate::db::ProposalLimits;
-use crate::db::multirow::{CHUNKS, chunks, rows_sql};
+use crate::db::multirow::{CHUNKS, insert_chunked, rows_sql};
 use crate::db::task_rows::open_task_in;
 use crate::db::trail::{NewEvent, SYSTEM, actor_bottle, record_many};
 use crate::error::{StoreError, StoreResult};
@@ -162,25 +162,19 @@ pub(super) async fn insert_rows(
     rows: &[NewRow],
     now: &Timestamp,
 ) -> sqlx::Result<()> {
-    let mut at = 0;
-    for (i, n) in chunks(rows.len()) {
-        let mut q = sqlx::query(PROPOSALS[i].as_str());
-        for r in &rows[at..at + n] {
-            let p = &r.proposal;
-            q = q
-                .bind(p.id.as_str())
-                .bind(p.bottle_id.get())
-                .bind(p.kind.as_str())
-                .bind(r.change_text.as_str())
-                .bind(r.key.as_str())
-                .bind(p.justification.as_str())
-                .bind(r.flags_text.as_str())
-                .bind(now.as_str())
-                .bind(p.expires_at.as_ref().map(Timestamp::as_str));
-        }
-        q.execute(&mut *conn).await?;
-        at += n;
-    }
+    insert_chunked(conn, &PROPOSALS, rows, |q, r| {
+        let p = &r.proposal;
+        q.bind(p.id.as_str())
+            .bind(p.bottle_id.get())
+            .bind(p.kind.as_str())
+            .bind(r.change_text.as_str())
+            .bind(r.key.as_str())
+            .bind(p.justification.as_str())
+            .bind(r.flags_text.as_str())
+            .bind(now.as_str())
+            .bind(p.expires_at.as_ref().map(Timestamp::as_str))
+    })
+    .await?;
     let events: Vec<NewEvent> = rows
         .iter()
         .map(|r| {
@@ -197,21 +191,14 @@ pub(super) async fn insert_rows(
         .collect();
     record_many(conn, now, &events).await?;
     let tasks: Vec<&NewRow> = rows.iter().filter(|r| r.as_task).collect();
-    let mut at = 0;
-    for (i, n) in chunks(tasks.len()) {
-        let mut q = sqlx::query(TASKS[i].as_str());
-        for r in &tasks[at..at + n] {
-            let p = &r.proposal;
-            q = q
-                .bind(p.id.as_str())
-                .bind(p.bottle_id.get())
-                .bind(now.as_str())
-                .bind(p.expires_at.as_ref().map(Timestamp::as_str));
-        }
-        q.execute(&mut *conn).await?;
-        at += n;
-    }
-    Ok(())
+    insert_chunked(conn, &TASKS, &tasks, |q, r| {
+        let p = &r.proposal;
+        q.bind(p.id.as_str())
+            .bind(p.bottle_id.get())
+            .bind(now.as_str())
+            .bind(p.expires_at.as_ref().map(Timestamp::as_str))
+    })
+    .await
 }
 
 /// A bottle as the batch found it.
