@@ -302,68 +302,51 @@ fn targets_for(backend: &str, rows: &[Row], runs: &[Row]) -> Vec<Target> {
     } else {
         ("baseline-pg", "≥ 1.0×", 1.0)
     };
-    for style in [LEGACY, MODERN] {
-        if let (Some(p), Some(b)) = (find(&rows, "propose", style), find(&rows, base, "")) {
-            let v = p.throughput / b.throughput;
-            push(
-                format!("propose {style} / {base}"),
-                goal,
-                Some(v),
-                Some(v >= want && p.errors == 0),
-                format!(
-                    "{:.0} vs {:.0} commits/s{}",
-                    p.throughput,
-                    b.throughput,
-                    per_round(&runs, "propose", style, base)
-                ),
-            );
-        }
-    }
     let cpu_note = if backend == POSTGRES {
         " (supervise-server's CPU; PostgreSQL's own processes not counted)"
     } else {
         ""
     };
-    for style in [LEGACY, MODERN] {
-        if let Some(c) = find(&rows, "propose", style).and_then(|p| p.server_cpu_us) {
-            push(
-                format!("propose {style}: server CPU per call (µs)"),
-                "≤ 40 µs",
-                Some(c),
-                Some(c <= 40.0),
-                format!("{c:.1} µs{cpu_note}"),
-            );
+    // Propose, then the pending poll: each era's rate against its baseline, then each
+    // era's server CPU per call.
+    for (scenario, base, goal, want, unit, cpu_limit) in [
+        ("propose", base, goal, want, "commits/s", 40.0),
+        (
+            "check-pending",
+            "baseline-http",
+            "≥ 0.5×",
+            0.5,
+            "req/s",
+            20.0,
+        ),
+    ] {
+        for style in [LEGACY, MODERN] {
+            if let (Some(s), Some(b)) = (find(&rows, scenario, style), find(&rows, base, "")) {
+                let v = s.throughput / b.throughput;
+                push(
+                    format!("{scenario} {style} / {base}"),
+                    goal,
+                    Some(v),
+                    Some(v >= want && s.errors == 0),
+                    format!(
+                        "{:.0} vs {:.0} {unit}{}",
+                        s.throughput,
+                        b.throughput,
+                        per_round(&runs, scenario, style, base)
+                    ),
+                );
+            }
         }
-    }
-    for style in [LEGACY, MODERN] {
-        if let (Some(c), Some(b)) = (
-            find(&rows, "check-pending", style),
-            find(&rows, "baseline-http", ""),
-        ) {
-            let v = c.throughput / b.throughput;
-            push(
-                format!("check-pending {style} / baseline-http"),
-                "≥ 0.5×",
-                Some(v),
-                Some(v >= 0.5 && c.errors == 0),
-                format!(
-                    "{:.0} vs {:.0} req/s{}",
-                    c.throughput,
-                    b.throughput,
-                    per_round(&runs, "check-pending", style, "baseline-http")
-                ),
-            );
-        }
-    }
-    for style in [LEGACY, MODERN] {
-        if let Some(c) = find(&rows, "check-pending", style).and_then(|p| p.server_cpu_us) {
-            push(
-                format!("check-pending {style}: server CPU per call (µs)"),
-                "≤ 20 µs",
-                Some(c),
-                Some(c <= 20.0),
-                format!("{c:.1} µs{cpu_note}"),
-            );
+        for style in [LEGACY, MODERN] {
+            if let Some(c) = find(&rows, scenario, style).and_then(|p| p.server_cpu_us) {
+                push(
+                    format!("{scenario} {style}: server CPU per call (µs)"),
+                    &format!("≤ {cpu_limit:.0} µs"),
+                    Some(c),
+                    Some(c <= cpu_limit),
+                    format!("{c:.1} µs{cpu_note}"),
+                );
+            }
         }
     }
     if let Some(h) = find(&rows, "hold", "") {
