@@ -82,6 +82,23 @@ impl TestDb {
     }
 }
 
+/// This test binary as a child process running only the ignored test `test` (its stdout
+/// shows the child's own lines, its stderr is discarded), with `env` naming `db`.
+pub fn child_test(test: &str, env: &str, db: &TestDb) -> std::process::Command {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args([
+            test,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(env, &db.path)
+        .stderr(std::process::Stdio::null());
+    child
+}
+
 pub async fn open_with(path: &Path, limits: ProposalLimits) -> Store {
     Store::open(
         path,

@@ -2,7 +2,7 @@
 //! leaves a database that passes `PRAGMA integrity_check` (SQLite), on either backend.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::common::*;
 use supervise_store::{Backend, EventKind, ProposalLimits};
@@ -52,20 +52,10 @@ fn killed_proposer_loses_nothing_postgres() {
 }
 
 fn killed_proposer_loses_nothing(db: TestDb) {
-    let exe = std::env::current_exe().unwrap();
     let mut reported = Vec::new();
     for (round, kill_after) in [3usize, 11, 29, 1, 47].into_iter().enumerate() {
-        let mut child = Command::new(&exe)
-            .args([
-                "crash::child_proposer",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, &db.path)
+        let mut child = child_test("crash::child_proposer", CHILD_ENV, &db)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
             .spawn()
             .expect("spawn child");
         let stdout = child.stdout.take().unwrap();

@@ -5,7 +5,7 @@
 //! remembered), then commits elsewhere and polls at once; many rounds, to catch a race.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::common::*;
@@ -88,18 +88,9 @@ fn a_decision_by_another_process_is_seen_at_once(db: TestDb) {
         let b = bottle(&server, "demo", "127.0.0.1").await;
         (server, b)
     });
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "fresh::child_decider",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, &db.path)
+    let mut child = child_test("fresh::child_decider", CHILD_ENV, &db)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .spawn()
         .expect("spawn child");
     let mut to_child = child.stdin.take().unwrap();
