@@ -12,7 +12,7 @@
 //! once.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -60,16 +60,7 @@ impl Cluster {
             .with_context(|| format!("making the cluster's folder in {}", base.display()))?
             .keep();
         let root = crate::sys::is_root();
-        if root {
-            run(Command::new("chown").arg("postgres:postgres").arg(&dir))?;
-        }
-        let data = dir.join("data");
-        run(as_postgres(root, &bin.join("initdb"))
-            .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C"])
-            // Only initdb's own final sync; the server below syncs every commit.
-            .arg("--no-sync")
-            .arg("-D")
-            .arg(&data))?;
+        supervise_testpg::init(root, bin, &dir).map_err(anyhow::Error::msg)?;
         let port = free_port()?;
         let watchdog = supervise_testpg::spawn_watched(root, bin, &dir, port, &SETTINGS)
             .context("starting postgres")?;
@@ -114,17 +105,6 @@ impl Drop for Cluster {
             self.dir.display()
         );
     }
-}
-
-fn run(cmd: &mut Command) -> Result<()> {
-    let out = cmd.output().with_context(|| format!("{cmd:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "{cmd:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
 }
 
 /// The table `baseline-pg` inserts into: the columns of a small `proposals` row, text

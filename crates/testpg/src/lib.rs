@@ -103,24 +103,8 @@ fn start() -> Result<Cluster, String> {
         .map_err(|e| format!("tempdir: {e}"))?
         .keep();
     let root = is_root();
-    let data = dir.join("data");
-    if root {
-        run(Command::new("chown").arg("postgres:postgres").arg(&dir))?;
-    }
     let port = free_port()?;
-    run(as_postgres(root, &bin.join("initdb"))
-        .args([
-            "-A",
-            "trust",
-            "-U",
-            "postgres",
-            "-E",
-            "UTF8",
-            "--locale=C",
-            "--no-sync",
-            "-D",
-        ])
-        .arg(&data))?;
+    init(root, &bin, &dir)?;
     spawn_watched(
         root,
         &bin,
@@ -139,6 +123,29 @@ fn start() -> Result<Cluster, String> {
         base: format!("postgres://postgres@127.0.0.1:{port}"),
         admin_db: "postgres".into(),
     })
+}
+
+/// Makes a new cluster in `DIR/data` with `BIN/initdb`: trust authentication, superuser
+/// `postgres`, UTF8, C locale, and no sync of initdb's own (the server's settings decide
+/// how commits are synced). When `root`, `dir` is first given to the `postgres` user, who
+/// runs initdb and the server.
+pub fn init(root: bool, bin: &Path, dir: &Path) -> Result<(), String> {
+    if root {
+        run(Command::new("chown").arg("postgres:postgres").arg(dir))?;
+    }
+    run(as_postgres(root, &bin.join("initdb"))
+        .args([
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+            "-D",
+        ])
+        .arg(dir.join("data")))
 }
 
 /// Waits up to a minute for the server [`spawn_watched`] started to accept connections;
