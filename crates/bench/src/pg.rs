@@ -183,6 +183,16 @@ pub fn pgbench_args(script: &Path, clients: usize, seconds: u64, db_url: &str) -
     ]
 }
 
+/// The row of `pgbench` with `clients` connections: `baseline-pg` for one (the PostgreSQL
+/// target's denominator), else `baseline-pg-cN`.
+pub fn baseline_pg_name(clients: usize) -> String {
+    if clients == 1 {
+        "baseline-pg".to_string()
+    } else {
+        format!("baseline-pg-c{clients}")
+    }
+}
+
 /// `baseline-pg` (`-c 1`) or `baseline-pg-c8`: runs `pgbench` (pinned to `cpu`, the load
 /// generator's, when given) and makes its row; the command is in the row's `extra`.
 pub async fn pgbench_row(
@@ -211,13 +221,8 @@ pub async fn pgbench_row(
         );
     }
     let p = parse_pgbench(&stdout).with_context(|| format!("{shown}: {stdout}"))?;
-    let scenario = if clients == 1 {
-        "baseline-pg".to_string()
-    } else {
-        format!("baseline-pg-c{clients}")
-    };
     let mut row = Row {
-        scenario,
+        scenario: baseline_pg_name(clients),
         style: "-".into(),
         backend: "postgres".into(),
         connections: clients,

@@ -206,12 +206,7 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
                     Ok(db) => baseline::baseline_pg(ctx, db, clients).await,
                     Err(e) => Err(anyhow::anyhow!("{e:#}")),
                 };
-                let name = if clients == 1 {
-                    "baseline-pg".to_string()
-                } else {
-                    format!("baseline-pg-c{clients}")
-                };
-                rows.push(push(r, &name, "-"));
+                rows.push(push(r, &crate::pg::baseline_pg_name(clients), "-"));
             }
         }
         if want("baseline-http") {
