@@ -59,7 +59,7 @@ impl Cluster {
             .tempdir_in(base)
             .with_context(|| format!("making the cluster's folder in {}", base.display()))?
             .keep();
-        let root = crate::sys::is_root();
+        let root = supervise_testpg::is_root();
         supervise_testpg::init(root, bin, &dir).map_err(anyhow::Error::msg)?;
         let port = free_port()?;
         let watchdog = supervise_testpg::spawn_watched(root, bin, &dir, port, &SETTINGS)

@@ -118,9 +118,3 @@ pub fn have_taskset() -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
-
-/// Whether this process runs as root (the PostgreSQL server refuses to).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}

@@ -218,7 +218,9 @@ pub fn bin_dir() -> Option<PathBuf> {
     found.pop().map(|(_, b)| b)
 }
 
-fn is_root() -> bool {
+/// Whether this process runs as root: then initdb and the server run as `postgres`
+/// ([`as_postgres`]), as they refuse root.
+pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
