@@ -27,11 +27,10 @@ async fn busy_database_is_retryable_and_recovers(db: TestDb) {
     // The "other process": a raw connection holding the write lock (SQLite: BEGIN
     // IMMEDIATE; PostgreSQL: the writers' advisory lock, as another host's server would).
     let mut holder = db.raw().await;
-    let take = match db.backend {
-        Backend::Sqlite => "BEGIN IMMEDIATE",
-        _ => "BEGIN; SELECT pg_advisory_xact_lock(8319679467651230067)",
-    };
-    sqlx::raw_sql(take).execute(&mut holder).await.unwrap();
+    sqlx::raw_sql(take_write_lock(db.backend))
+        .execute(&mut holder)
+        .await
+        .unwrap();
 
     let started = Instant::now();
     let r = store.propose(egress(&b, "b.example")).await;
@@ -72,12 +71,11 @@ async fn a_write_waits_for_a_lock_released_within_the_busy_timeout(db: TestDb) {
     created(&store, egress(&b, "a.example")).await;
 
     let mut holder = db.raw().await;
-    let take = match db.backend {
-        Backend::Sqlite => "BEGIN IMMEDIATE",
-        _ => "BEGIN; SELECT pg_advisory_xact_lock(8319679467651230067)",
-    };
     for round in 0..5 {
-        sqlx::raw_sql(take).execute(&mut holder).await.unwrap();
+        sqlx::raw_sql(take_write_lock(db.backend))
+            .execute(&mut holder)
+            .await
+            .unwrap();
         let release = async {
             tokio::time::sleep(Duration::from_millis(40 + 30 * round)).await;
             sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
@@ -96,3 +94,13 @@ async fn a_write_waits_for_a_lock_released_within_the_busy_timeout(db: TestDb) {
     );
 }
 on_both!(a_write_waits_for_a_lock_released_within_the_busy_timeout);
+
+/// What a writer of another process runs first to hold the write lock, as the store's own
+/// writers begin (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: the writers' advisory lock, as
+/// another host's server would take it).
+fn take_write_lock(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "BEGIN IMMEDIATE",
+        _ => "BEGIN; SELECT pg_advisory_xact_lock(8319679467651230067)",
+    }
+}
