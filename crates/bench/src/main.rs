@@ -140,7 +140,7 @@ fn run(args: RunArgs) -> Result<bool> {
             Ok(None) => backends.retain(|b| *b != Backend::Postgres),
             Err(e) => {
                 let mut row = scenarios::failed_row("postgres-cluster", "-", &e);
-                row.backend = "postgres".into();
+                row.backend = Backend::Postgres.name().into();
                 setup_rows.push(row);
                 backends.retain(|b| *b != Backend::Postgres);
             }

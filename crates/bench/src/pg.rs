@@ -224,7 +224,6 @@ pub async fn pgbench_row(
     let mut row = Row {
         scenario: baseline_pg_name(clients),
         style: "-".into(),
-        backend: "postgres".into(),
         connections: clients,
         requests: p.transactions,
         errors: p.failed,

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::scenarios::Backend;
 use crate::stats::{Row, fmt_us, median};
 
 /// The row with the median throughput of each (scenario, style, backend), in first-seen
@@ -228,8 +229,8 @@ pub struct Target {
 
 const LEGACY: &str = "2025-11-25";
 const MODERN: &str = "2026-07-28";
-const SQLITE: &str = "sqlite";
-const POSTGRES: &str = "postgres";
+const SQLITE: &str = Backend::Sqlite.name();
+const POSTGRES: &str = Backend::Postgres.name();
 
 /// The targets per backend that ran, SQLite's first, from the median rows (`runs`: every
 /// run, for the ratios per round).

@@ -37,7 +37,7 @@ pub enum Backend {
 
 impl Backend {
     /// The name in the table, the targets and the JSON.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
@@ -85,8 +85,8 @@ pub const SHARED: [&str; 5] = [
 pub fn row_backend(scenario: &str, backend: Backend) -> &'static str {
     match scenario {
         "baseline-http" | "hold-bare" => "-",
-        "baseline-sqlite" | "baseline-sqlx" | "squid-acl" | "console" => "sqlite",
-        s if s.starts_with("baseline-pg") => "postgres",
+        "baseline-sqlite" | "baseline-sqlx" | "squid-acl" | "console" => Backend::Sqlite.name(),
+        s if s.starts_with("baseline-pg") => Backend::Postgres.name(),
         _ => backend.name(),
     }
 }
