@@ -164,36 +164,43 @@ pub(crate) fn list_item(p: &Proposal) -> Value {
 fn answer(status: &'static str, p: &Proposal, body: String, next: String) -> Answer {
     Answer {
         status: Some(status),
-        text: format!("{body}\nNext: {next}"),
+        text: with_next(body, &next),
         structured: proposal_json(p, status),
     }
+}
+
+/// An answer's text: what happened, then its one "what to do next" line.
+fn with_next(mut body: String, next: &str) -> String {
+    body.push_str("\nNext: ");
+    body.push_str(next);
+    body
 }
 
 /// Still undecided: the id and the pointer to `check-proposal`. Takes the proposal, the
 /// answer of every pending poll, so its fields move into the answer.
 pub(crate) fn pending(p: Proposal) -> Answer {
     use std::fmt::Write as _;
-    let mut text = String::with_capacity(256);
+    // Sized for the whole text, the next line included, so it is written in one buffer.
+    let mut body = String::with_capacity(320);
     let _ = write!(
-        text,
+        body,
         "Proposal {id} ({what}) is pending: the operator has not decided it yet.",
         id = p.id,
         what = describe(p.kind, &p.change)
     );
     match &p.expires_at {
         Some(e) => {
-            let _ = write!(text, " It stays queued until {e} unless decided.");
+            let _ = write!(body, " It stays queued until {e} unless decided.");
         }
-        None => text.push_str(" It stays queued until decided."),
+        None => body.push_str(" It stays queued until decided."),
     }
-    let _ = write!(
-        text,
-        "\nNext: poll check-proposal with proposal_id {} in a minute; do not propose again.",
+    let next = format!(
+        "poll check-proposal with proposal_id {} in a minute; do not propose again.",
         p.id
     );
     Answer {
         status: Some("pending"),
-        text,
+        text: with_next(body, &next),
         structured: into_proposal_json(p, "pending"),
     }
 }
@@ -351,7 +358,7 @@ pub(crate) fn refused(error: impl Into<String>, field: Option<&str>, next: &str)
     }
     Answer {
         status: Some("refused"),
-        text: format!("Refused: {error}\nNext: {next}"),
+        text: with_next(format!("Refused: {error}"), next),
         structured: Value::Object(structured),
     }
 }
