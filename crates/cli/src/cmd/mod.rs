@@ -44,7 +44,8 @@ impl Ctx {
         match &self.operator {
             Some(name) => Ok(Actor::cli(name)),
             None => Err(crate::exit::Usage(
-                "no operator name: $USER and $LOGNAME are unset and the user database has                  no name for this user id; give one with --as NAME"
+                "no operator name: $USER and $LOGNAME are unset and the user database has \
+                 no name for this user id; give one with --as NAME"
                     .into(),
             )
             .into()),

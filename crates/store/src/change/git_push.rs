@@ -103,7 +103,8 @@ pub fn validate_remote(raw: &str) -> StoreResult<&str> {
         return Err(invalid(
             field,
             format!(
-                "must not use a `{transport}::` transport: git would run a remote helper for it                  (give a remote name, an https:// or ssh:// URL, or user@host:path)"
+                "must not use a `{transport}::` transport: git would run a remote helper for it \
+                 (give a remote name, an https:// or ssh:// URL, or user@host:path)"
             ),
         ));
     }
