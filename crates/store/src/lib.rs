@@ -1,4 +1,5 @@
-//! The supervise store: proposals, decisions, bottles, grants and the audit trail in SQLite.
+//! The supervise store: proposals, decisions, bottles, grants and the audit trail, in a
+//! SQLite file or a PostgreSQL database ([`Location`]).
 //!
 //! Layout: [`model`] is the vocabulary ([`Kind`], [`Status`], [`EventKind`], [`Flag`],
 //! [`EndReason`], ids and [`Timestamp`]) and the domain types callers see, depending on
@@ -12,11 +13,13 @@
 //! enforcement point asks),
 //! with the file and migrations in `db/schema.rs`, row decoding in `db/rows.rs` and event
 //! appending in `db/trail.rs`. Every public method is one transaction, and every write
-//! begins with `BEGIN IMMEDIATE` in one place. The schema lives in the workspace's
-//! `migrations/`, embedded at build time.
+//! takes the write lock up front (`BEGIN IMMEDIATE` on SQLite, an advisory lock on
+//! PostgreSQL) through `Store::write()`; only opening, before a `Store` exists, settles the
+//! file's host id in a write transaction of its own (`db/schema.rs`). The schema lives in
+//! the workspace's `migrations/` (one folder per backend), embedded at build time.
 //!
-//! Nothing here speaks HTTP or MCP, and no SQLite type crosses the public API, so another
-//! backend can stand behind the same methods.
+//! Nothing here speaks HTTP or MCP, and no SQLite or PostgreSQL type crosses the public
+//! API: both backends stand behind the same methods.
 
 pub mod change;
 pub mod clock;
