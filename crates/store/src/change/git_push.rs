@@ -461,7 +461,12 @@ mod tests {
             "foo+bar::x",
             "https::x",
         ] {
-            assert!(remote_refusal(bad).contains("::` transport"), "{bad:?}");
+            let message = remote_refusal(bad);
+            assert!(message.contains("::` transport"), "{bad:?}");
+            assert!(
+                !message.contains("  "),
+                "one sentence, single-spaced: {message}"
+            );
         }
     }
 
