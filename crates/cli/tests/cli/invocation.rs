@@ -193,7 +193,12 @@ fn with_no_name_anywhere_a_decision_asks_for_as_and_records_nothing() {
             .env_remove("SUPERVISE_DB");
         let r = crate::util::Run::from(c.output().unwrap());
         r.assert_usage();
-        assert!(r.stderr.contains("give one with --as NAME"), "{r:#?}");
+        assert!(
+            r.stderr.contains(
+                "the user database has no name for this user id; give one with --as NAME"
+            ),
+            "{r:#?}"
+        );
     }
     let doc = env.json(&["list", "--json"]);
     assert_eq!(find(&doc, &id)["status"], "pending");
