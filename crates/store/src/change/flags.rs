@@ -4,7 +4,29 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
 
+use super::egress::{PublicSuffix, public_suffix};
 use crate::model::{Flag, Kind};
+
+/// Flags no rule may approve (SPEC "Rules"): a change carrying one always goes to a human,
+/// even when a permit matches. The host itself (`loopback`, and `unspecified`, which is
+/// the host too), the link-local network and the metadata service, addresses in disguise,
+/// lookalike names, and pushes that rewrite history or the default branch.
+pub const NEVER_AUTOMATIC: &[Flag] = &[
+    Flag::CloudMetadata,
+    Flag::LinkLocal,
+    Flag::Loopback,
+    Flag::Unspecified,
+    Flag::DisguisedIp,
+    Flag::Lookalike,
+    Flag::ForcePush,
+    Flag::RefDeletion,
+    Flag::DefaultBranch,
+];
+
+/// Whether no rule may approve a change with these flags (see [`NEVER_AUTOMATIC`]).
+pub fn never_automatic(flags: &[Flag]) -> bool {
+    flags.iter().any(|f| NEVER_AUTOMATIC.contains(f))
+}
 
 /// Risk flags of a normalised change: short, stable names, in a fixed order.
 pub fn flags(kind: Kind, change: &Value) -> Vec<Flag> {
@@ -114,13 +136,17 @@ const METADATA_NAMES: &[&str] = &[
 ];
 
 /// Flags of a DNS name (normalised: lower case, no trailing dot), a wildcard included:
-/// `loopback` for `localhost`, any name under `.localhost` (RFC 6761 keeps them on the host
+/// `shared-suffix` for a wildcard over a suffix of the public suffix list's private section
+/// (`*.github.io`: every name under it is another customer's); `loopback` for `localhost`, any name under `.localhost` (RFC 6761 keeps them on the host
 /// itself) and the Debian aliases `ip6-localhost` / `ip6-loopback`; `cloud-metadata` for a
 /// metadata name, or a wildcard that covers one (`*.google.internal`).
 fn name_flags(host: &str) -> Vec<Flag> {
     let mut out = Vec::new();
     let name = host.strip_prefix("*.").unwrap_or(host);
     let wildcard = name.len() != host.len();
+    if wildcard && public_suffix(name) == Some(PublicSuffix::Private) {
+        out.push(Flag::SharedSuffix);
+    }
     let covers = |target: &str| {
         if wildcard {
             target.ends_with(&format!(".{name}"))
@@ -208,7 +234,9 @@ fn ip_flags(ip: IpAddr) -> Vec<Flag> {
             if v4 == Ipv4Addr::new(169, 254, 169, 254) || v4 == Ipv4Addr::new(100, 100, 100, 200) {
                 out.push(Flag::CloudMetadata);
             }
-            if v4.is_loopback() {
+            // The unspecified address reaches this host, like loopback: a connection to
+            // 0.0.0.0 lands on whatever listens on any local address, 127.0.0.1 included.
+            if v4.is_loopback() || v4.is_unspecified() {
                 out.push(Flag::Loopback);
             }
             if v4.is_private() {
@@ -230,7 +258,7 @@ fn ip_flags(ip: IpAddr) -> Vec<Flag> {
                 out.push(Flag::CloudMetadata);
             }
             let seg = v6.segments();
-            if v6.is_loopback() {
+            if v6.is_loopback() || v6.is_unspecified() {
                 out.push(Flag::Loopback);
             }
             if (seg[0] & 0xfe00) == 0xfc00 {
@@ -420,6 +448,25 @@ mod tests {
     }
 
     #[test]
+    fn a_wildcard_over_a_shared_hosting_suffix_is_flagged() {
+        for host in ["*.github.io", "*.s3.amazonaws.com", "*.blogspot.com"] {
+            assert_eq!(
+                egress_flags(host),
+                ["wildcard-host", "shared-suffix"],
+                "{host}"
+            );
+        }
+        for host in [
+            "*.user.github.io",
+            "*.example.com",
+            "github.io",
+            "user.github.io",
+        ] {
+            assert!(!egress_flags(host).contains(&"shared-suffix"), "{host}");
+        }
+    }
+
+    #[test]
     fn cloud_metadata_names_are_flagged() {
         for host in [
             "metadata.google.internal",
@@ -470,7 +517,7 @@ mod tests {
             ("64:ff9b::808:808", &["ip-literal", "disguised-ip"]),
             // the IPv6 addresses themselves are not IPv4
             ("::1", &["ip-literal", "loopback"]),
-            ("::", &["ip-literal", "unspecified"]),
+            ("::", &["ip-literal", "loopback", "unspecified"]),
             (
                 "fd00:ec2::254",
                 &["ip-literal", "cloud-metadata", "private-ip"],
@@ -485,6 +532,29 @@ mod tests {
         for (host, want) in cases {
             assert_eq!(&egress_flags(host), want, "{host}");
         }
+    }
+
+    #[test]
+    fn the_unspecified_address_is_flagged_as_loopback() {
+        let disguised = ["ip-literal", "disguised-ip", "loopback", "unspecified"];
+        let cases: &[(&str, &[&str])] = &[
+            ("0.0.0.0", &["ip-literal", "loopback", "unspecified"]),
+            ("::", &["ip-literal", "loopback", "unspecified"]),
+            ("[::]", &["ip-literal", "loopback", "unspecified"]),
+            ("::ffff:0.0.0.0", &disguised),
+            ("0", &["disguised-ip", "loopback", "unspecified"]),
+            ("0x0", &["disguised-ip", "loopback", "unspecified"]),
+            ("0.0", &["disguised-ip", "loopback", "unspecified"]),
+        ];
+        for (host, want) in cases {
+            assert_eq!(&egress_flags(host), want, "{host}");
+        }
+        for host in ["0.0.0.0", "::", "0"] {
+            let change = crate::change::normalise(Kind::Egress, &json!({ "host": host })).unwrap();
+            assert!(never_automatic(&flags(Kind::Egress, &change)), "{host}");
+        }
+        assert!(NEVER_AUTOMATIC.contains(&Flag::Loopback));
+        assert!(NEVER_AUTOMATIC.contains(&Flag::Unspecified));
     }
 
     fn push_flags(remote: &str, reference: &str) -> Vec<&'static str> {
