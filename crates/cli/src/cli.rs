@@ -35,6 +35,11 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 
+    /// A file holding the database's path or URL, for a URL with a password: readable only
+    /// by its owner and group (0600, or 0640 with a shared group) [env: SUPERVISE_DB_FILE]
+    #[arg(long, global = true, value_name = "PATH", conflicts_with = "db")]
+    pub db_file: Option<PathBuf>,
+
     /// This host's id, for the bottle commands (`bottle`, `policy`, `gate`, `squid-acl`):
     /// bottles belong to a host [default: the hostname; on SQLite, the host the file
     /// records]
@@ -374,7 +379,9 @@ pub enum GateCommand {
     #[command(after_help = "\
 Examples:
   supervise gate install /srv/gate/demo.git --bottle demo
-  supervise gate install /srv/gate/demo.git --bottle demo --remote upstream --force")]
+  supervise gate install /srv/gate/demo.git --bottle demo --remote upstream --force
+  # a PostgreSQL URL with a password: the hook names the file, never the password
+  supervise --db-file /etc/supervise/db-url gate install /srv/gate/demo.git --bottle demo")]
     Install {
         /// The bare repository the bottle pushes to
         repo: PathBuf,
@@ -392,7 +399,8 @@ Examples:
     #[command(after_help = "\
 Examples:
   # run by git as hooks/pre-receive; `gate install` writes the line
-  exec supervise --db /srv/supervise/supervise.db gate pre-receive --bottle demo")]
+  exec supervise --db /srv/supervise/supervise.db gate pre-receive --bottle demo
+  exec supervise --db-file /etc/supervise/db-url gate pre-receive --bottle demo")]
     PreReceive {
         /// The bottle pushing
         #[arg(long, value_name = "SLUG")]

@@ -1,12 +1,17 @@
-//! Settings shared with the server: the database path (default, then `SUPERVISE_DB`, then
-//! `--db`) and the operator's name (`--as`, default the login user).
+//! Settings shared with the server: the database (`--db`, `--db-file`, `SUPERVISE_DB`,
+//! `SUPERVISE_DB_FILE`, default `./supervise.db`) and the operator's name (`--as`, default
+//! the login user).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Resolves the database path exactly as the server does: `--db`, else a non-empty
-/// `SUPERVISE_DB`, else `./supervise.db` (`supervise_store::paths`).
-pub fn db_path(flag: Option<&Path>) -> PathBuf {
-    supervise_store::paths::db_path(flag)
+use supervise_store::paths::{DbFileError, DbSetting};
+
+/// Resolves the database exactly as the server does (`supervise_store::paths`): `--db`,
+/// else `--db-file`, else a non-empty `SUPERVISE_DB`, else a non-empty
+/// `SUPERVISE_DB_FILE`, else `./supervise.db`. A database file open to other users is
+/// refused.
+pub fn db_setting(flag: Option<&Path>, file_flag: Option<&Path>) -> Result<DbSetting, DbFileError> {
+    supervise_store::paths::db_setting(flag, file_flag)
 }
 
 /// The operator recorded on decisions when `--as` is not given: `$USER`, else `$LOGNAME`,

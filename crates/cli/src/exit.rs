@@ -71,7 +71,7 @@ pub fn message(err: &anyhow::Error) -> String {
 fn store_message(err: &StoreError) -> String {
     match err {
         StoreError::Missing(path) => format!(
-            "no supervise database at {} (check --db or SUPERVISE_DB; `supervise bottle add` \
+            "no supervise database at {} (check --db, --db-file, SUPERVISE_DB or SUPERVISE_DB_FILE; `supervise bottle add` \
              or supervise-server creates one)",
             path.display()
         ),

@@ -63,8 +63,17 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
+    if let Command::Completions { shell } = cli.command {
+        let mut buf = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "supervise", &mut buf);
+        out.write_all(&buf)?;
+        out.flush()?;
+        return Ok(());
+    }
+    let db = config::db_setting(cli.db.as_deref(), cli.db_file.as_deref())?;
     let ctx = Ctx {
-        db: config::db_path(cli.db.as_deref()),
+        db: db.db,
+        db_file: db.file,
         host: cli.host_id,
         operator: cli.operator.or_else(config::login_user),
         style: Style::detect(cli.color),
@@ -75,13 +84,7 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
         ctx.actor()?;
     }
     match cli.command {
-        Command::Completions { shell } => {
-            let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "supervise", &mut buf);
-            out.write_all(&buf)?;
-            out.flush()?;
-            Ok(())
-        }
+        Command::Completions { .. } => unreachable!("answered before the database is resolved"),
         Command::Bottle(BottleCommand::Add { slug, ip }) => {
             cmd::bottle::add(&ctx, &slug, ip, out).await
         }

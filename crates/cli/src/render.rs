@@ -310,7 +310,7 @@ pub fn flag_meaning(flag: &str) -> &'static str {
             "the cloud metadata service (instance credentials), by address or name (metadata.google.internal)"
         }
         "cgnat" => "a carrier-grade NAT address (100.64.0.0/10)",
-        "unspecified" => "the unspecified address (0.0.0.0 / ::)",
+        "unspecified" => "the unspecified address (0.0.0.0, 0, ::): the host itself, like loopback",
         "unusual-port" => "a port other than 80 and 443",
         "disguised-ip" => {
             "an IPv4 address written as a number, in hex/octal, or inside an IPv6 address"
@@ -326,6 +326,9 @@ pub fn flag_meaning(flag: &str) -> &'static str {
         "ref-deletion" => "the push deletes the ref",
         "large-push" => "over 100 commits or over 10,000 changed lines",
         "observed" => "filed by the egress proxy for a connection it refused, not by the agent",
+        "shared-suffix" => {
+            "a wildcard over a shared hosting suffix (github.io, s3.amazonaws.com): every customer's sites under it"
+        }
         _ => "",
     }
 }

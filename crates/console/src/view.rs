@@ -60,7 +60,7 @@ pub(crate) fn flag_meaning(flag: Flag) -> &'static str {
         "link-local" => "a link-local address",
         "cloud-metadata" => "the cloud metadata service (instance credentials)",
         "cgnat" => "a carrier-grade NAT address (100.64.0.0/10)",
-        "unspecified" => "the unspecified address (0.0.0.0 / ::)",
+        "unspecified" => "the unspecified address (0.0.0.0, ::): the host itself, like loopback",
         "unusual-port" => "a port other than 80 and 443",
         "disguised-ip" => "an IPv4 address written as a number, in hex/octal, or inside IPv6",
         "default-branch" => "a push to main or master",
@@ -72,6 +72,9 @@ pub(crate) fn flag_meaning(flag: Flag) -> &'static str {
         "ref-deletion" => "the push deletes the ref",
         "large-push" => "over 100 commits or over 10,000 changed lines",
         "observed" => "filed by the egress proxy after it refused a connection",
+        "shared-suffix" => {
+            "a wildcard over a shared hosting suffix: every customer's sites under it"
+        }
         _ => "a risky change",
     }
 }

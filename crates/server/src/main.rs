@@ -25,6 +25,11 @@ struct Args {
     #[arg(long, value_name = "PATH|URL")]
     db: Option<PathBuf>,
 
+    /// A file holding the database's path or URL, for a URL with a password: readable only
+    /// by its owner and group (0600, or 0640 with a shared group) [env: SUPERVISE_DB_FILE]
+    #[arg(long, value_name = "PATH", conflicts_with = "db")]
+    db_file: Option<PathBuf>,
+
     /// This host's id: the server attributes callers only to this host's bottles, and
     /// `--bottle` registers them on it (default: the hostname; on SQLite, the host the file
     /// records).
@@ -164,7 +169,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         host: args.host_id.clone(),
         ..StoreOptions::default()
     };
-    let db = supervise_store::paths::db_path(args.db.as_deref());
+    let db = supervise_store::paths::db_setting(args.db.as_deref(), args.db_file.as_deref())?.db;
     let shown = supervise_store::Location::parse(&db);
     let store = Store::open(&db, options)
         .await

@@ -43,6 +43,8 @@ pub async fn install(
             repo.display()
         );
     }
+    // Refused before anything is touched: a password never goes into the hook.
+    refuse_password_in_hook(ctx)?;
     let store = ctx.open().await?;
     let known = store.bottle(bottle).await;
     // The hook names the host when it may differ from the store's default there (a given
@@ -57,12 +59,7 @@ pub async fn install(
     if known?.is_none() {
         bail!("no bottle {bottle:?} (register it with `supervise bottle add {bottle} --ip IP`)");
     }
-    // A file by its absolute path (the hook runs elsewhere); a URL as given.
-    let db = match ctx.shown_db() {
-        supervise_store::Location::File(_) => std::fs::canonicalize(&ctx.db)
-            .with_context(|| format!("cannot resolve {}", ctx.db.display()))?,
-        supervise_store::Location::Postgres(_) => ctx.db.clone(),
-    };
+    let db = hook_db_flag(ctx)?;
     let exe = std::env::current_exe().context("cannot find the supervise binary")?;
     let hook = repo.join("hooks").join("pre-receive");
     if let Ok(existing) = std::fs::read_to_string(&hook)
@@ -75,9 +72,8 @@ pub async fn install(
         );
     }
     let text = format!(
-        "#!/bin/sh\n{MARKER}: every push is decided by supervise.\nexec {} --db {}{host_flag} gate pre-receive --bottle {} --remote {}\n",
+        "#!/bin/sh\n{MARKER}: every push is decided by supervise.\nexec {} {db}{host_flag} gate pre-receive --bottle {} --remote {}\n",
         quote(&exe.to_string_lossy()),
-        quote(&db.to_string_lossy()),
         quote(bottle),
         quote(remote),
     );
@@ -99,6 +95,40 @@ pub async fn install(
         "point the bottle's remote at it: git remote set-url {remote} <URL of {}>",
         repo.display()
     )?;
+    Ok(())
+}
+
+/// How the hook names the database: `--db-file PATH` when the location came from one (the
+/// hook then holds no secret), else `--db` with a file's absolute path (the hook runs
+/// elsewhere) or a URL without a password. A URL with a password is refused: the hook is a
+/// file others may read, and git runs it with its line as the command line.
+fn hook_db_flag(ctx: &Ctx) -> Result<String> {
+    if let Some(file) = &ctx.db_file {
+        let file = std::path::absolute(file)
+            .with_context(|| format!("cannot resolve {}", file.display()))?;
+        return Ok(format!("--db-file {}", quote(&file.to_string_lossy())));
+    }
+    refuse_password_in_hook(ctx)?;
+    let db = match ctx.shown_db() {
+        supervise_store::Location::File(_) => std::fs::canonicalize(&ctx.db)
+            .with_context(|| format!("cannot resolve {}", ctx.db.display()))?,
+        supervise_store::Location::Postgres(_) => ctx.db.clone(),
+    };
+    Ok(format!("--db {}", quote(&db.to_string_lossy())))
+}
+
+/// A database URL with a password, given directly (`--db`, `SUPERVISE_DB`), is refused
+/// for a hook: the hook is a file others may read, and git runs its line as a command line.
+fn refuse_password_in_hook(ctx: &Ctx) -> Result<()> {
+    let location = ctx.shown_db();
+    if ctx.db_file.is_none() && location.has_password() {
+        bail!(
+            "the database URL ({location}) carries a password, which the hook would hold in a \
+             file others may read and pass on its command line: put the URL in a file only \
+             the service's users can read (chmod 600, or 640 with a shared group) and run \
+             `supervise --db-file FILE gate install ...`"
+        );
+    }
     Ok(())
 }
 

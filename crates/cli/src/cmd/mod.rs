@@ -27,7 +27,11 @@ use crate::render::Style;
 /// What every command needs besides its own arguments.
 #[derive(Debug)]
 pub struct Ctx {
+    /// The database's path or URL (a URL may carry a password: show it through
+    /// [`Ctx::shown_db`]).
     pub db: PathBuf,
+    /// The `--db-file` / `SUPERVISE_DB_FILE` the location was read from, if any.
+    pub db_file: Option<PathBuf>,
     /// `--host-id` (`SUPERVISE_HOST_ID`); `None`: the store's default.
     pub host: Option<String>,
     /// `--as`, else the login user ([`crate::config::login_user`]); `None` when neither

@@ -232,6 +232,22 @@ fn propose_on_deny_files_observed_proposals_and_record_use_shows_in_policy() {
     h.finish();
 }
 
+/// The unspecified address reaches the proxy host's own listeners (127.0.0.1 included),
+/// so the helper files it no more than loopback, in any spelling.
+#[test]
+fn the_unspecified_address_is_never_filed_by_the_helper() {
+    let env = Env::new();
+    let mut h = Helper::start(&env.db, &["--propose-on-deny"]);
+    for dest in ["0.0.0.0", "0", "0.0", "::", "[::]", "::ffff:0.0.0.0"] {
+        let a = h.ask(&format!("10.9.0.2 {dest} 8080"));
+        assert!(a.starts_with("ERR"), "{dest}: {a}");
+        assert!(!a.contains("filed proposal"), "{dest}: {a}");
+    }
+    h.finish();
+    let list = env.json(&["list", "--json"]);
+    assert_eq!(list["proposals"], serde_json::json!([]), "{list}");
+}
+
 #[test]
 fn observed_proposals_are_not_skipped_as_risky_by_a_bulk_approve() {
     let env = Env::new();

@@ -23,7 +23,7 @@ struct Gate {
     url: String,
 }
 
-fn git_in(dir: &Path, home: &Path, args: &[&str]) -> Output {
+pub(crate) fn git_in(dir: &Path, home: &Path, args: &[&str]) -> Output {
     Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -123,7 +123,7 @@ impl Gate {
     }
 }
 
-fn ok(out: Output) -> String {
+pub(crate) fn ok(out: Output) -> String {
     assert!(
         out.status.success(),
         "git failed: {}",
@@ -135,7 +135,7 @@ fn ok(out: Output) -> String {
 const ZERO: &str = "0000000000000000000000000000000000000000";
 
 /// The proposal id the gate printed (`remote: supervise gate:   proposal ID`).
-fn printed_id(r: &Run) -> String {
+pub(crate) fn printed_id(r: &Run) -> String {
     r.stderr
         .lines()
         .find_map(|l| l.split("supervise gate:   proposal ").nth(1))

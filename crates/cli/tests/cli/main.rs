@@ -11,6 +11,7 @@ mod bottles;
 mod bulk;
 mod console;
 mod database;
+mod db_file;
 mod decide;
 mod egress;
 mod flags;

@@ -114,10 +114,16 @@ impl Env {
 
 /// The binary with a clean environment: `--db PATH`, operator `tester`, no colour.
 pub fn command(db: &Path) -> Command {
+    let mut c = clean_command();
+    c.arg("--db").arg(db);
+    c
+}
+
+/// The binary with a clean environment and no database named: operator `tester`, no colour.
+pub fn clean_command() -> Command {
     let mut c = Command::new(BIN);
-    c.arg("--db")
-        .arg(db)
-        .env_remove("SUPERVISE_DB")
+    c.env_remove("SUPERVISE_DB")
+        .env_remove("SUPERVISE_DB_FILE")
         .env_remove("SUPERVISE_CONSOLE_URL")
         .env_remove("NO_COLOR")
         .env("USER", "tester")

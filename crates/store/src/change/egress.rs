@@ -1,4 +1,5 @@
-//! Egress changes: a host (a DNS name, an IP literal or `*.domain`) and a port.
+//! Egress changes: a host (a DNS name, an IP literal or `*.domain`) and a port, and where a
+//! domain stands in the public suffix list.
 
 use serde_json::{Map, Value};
 
@@ -21,8 +22,10 @@ pub(super) fn normalise_egress(obj: &Map<String, Value>) -> StoreResult<Value> {
 }
 
 /// Normalises a host: a DNS name (lower-cased, trailing dot dropped), an IP literal
-/// (canonical text, IPv6 without brackets), or `*.domain` with at least two labels after the
-/// star. Schemes, paths, ports, spaces, non-ASCII names (use punycode `xn--`) are refused.
+/// (canonical text, IPv6 without brackets), or `*.domain` where `domain` is not itself a
+/// public suffix of the list's ICANN section (`*.co.uk` would cover every domain registered
+/// under it) nor a top-level domain. Schemes, paths, ports, spaces, non-ASCII names (use
+/// punycode `xn--`) are refused.
 pub fn normalise_host(raw: &str) -> StoreResult<String> {
     let field = "host";
     if raw.is_empty() {
@@ -113,13 +116,50 @@ pub fn normalise_host(raw: &str) -> StoreResult<String> {
             ));
         }
     }
-    if wildcard && labels.len() < 2 {
+    if wildcard
+        && (labels.len() < 2
+            || matches!(
+                public_suffix(rest),
+                Some(PublicSuffix::Icann | PublicSuffix::Unlisted)
+            ))
+    {
         return Err(invalid(
             field,
-            "a wildcard must cover a registered domain (*.example.com), not a whole top-level domain",
+            format!(
+                "a wildcard must cover a registered domain (*.example.{rest}), not the public \
+                 suffix {rest}, under which anyone may register names"
+            ),
         ));
     }
     Ok(name.to_string())
+}
+
+/// Which section of the public suffix list names a domain itself as a public suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PublicSuffix {
+    /// Registries' own suffixes (`com`, `co.uk`): anyone may register a name under one.
+    Icann,
+    /// Suffixes companies open to their customers (`github.io`, `s3.amazonaws.com`): each
+    /// name under one is another customer's.
+    Private,
+    /// Not on the list: a single label the list does not know (`internal`), a top-level
+    /// domain by the list's default rule.
+    Unlisted,
+}
+
+/// Whether `domain` (normalised: lower case, no trailing dot, no `*.`) is itself a public
+/// suffix, and of which section, by the public suffix list compiled into the `psl` crate
+/// (no file or network is read). `None`: a registered domain or a name under one.
+pub(crate) fn public_suffix(domain: &str) -> Option<PublicSuffix> {
+    let suffix = psl::suffix(domain.as_bytes())?;
+    if suffix.as_bytes() != domain.as_bytes() {
+        return None;
+    }
+    Some(match suffix.typ() {
+        Some(psl::Type::Icann) => PublicSuffix::Icann,
+        Some(psl::Type::Private) => PublicSuffix::Private,
+        None => PublicSuffix::Unlisted,
+    })
 }
 
 #[cfg(test)]
@@ -169,6 +209,53 @@ mod tests {
         ] {
             assert!(normalise_host(bad).is_err(), "{bad:?} should be refused");
         }
+    }
+
+    #[test]
+    fn a_wildcard_over_a_public_suffix_is_refused() {
+        for (host, suffix) in [
+            ("*.co.uk", "co.uk"),
+            ("*.com.au", "com.au"),
+            ("*.github.io", ""),
+            ("*.com", "com"),
+            ("*.internal", "internal"),
+        ] {
+            match normalise_host(host) {
+                Err(err) if !suffix.is_empty() => {
+                    let text = err.to_string();
+                    assert!(
+                        text.contains(&format!("public suffix {suffix}")),
+                        "{host}: {text}"
+                    );
+                }
+                Ok(_) if suffix.is_empty() => {}
+                other => panic!("{host}: {other:?}"),
+            }
+        }
+        for host in [
+            "*.example.co.uk",
+            "*.example.com",
+            "*.example.test",
+            "*.corp.internal",
+            "*.user.github.io",
+            "co.uk",
+        ] {
+            assert!(normalise_host(host).is_ok(), "{host}");
+        }
+    }
+
+    #[test]
+    fn public_suffixes_by_section() {
+        assert_eq!(public_suffix("github.io"), Some(PublicSuffix::Private));
+        assert_eq!(
+            public_suffix("s3.amazonaws.com"),
+            Some(PublicSuffix::Private)
+        );
+        assert_eq!(public_suffix("co.uk"), Some(PublicSuffix::Icann));
+        assert_eq!(public_suffix("example.co.uk"), None);
+        assert_eq!(public_suffix("user.github.io"), None);
+        assert_eq!(public_suffix("internal"), Some(PublicSuffix::Unlisted));
+        assert_eq!(public_suffix("example.test"), None);
     }
 
     #[test]

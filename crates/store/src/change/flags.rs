@@ -4,7 +4,29 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
 
+use super::egress::{PublicSuffix, public_suffix};
 use crate::model::{Flag, Kind};
+
+/// Flags no rule may approve (SPEC "Rules"): a change carrying one always goes to a human,
+/// even when a permit matches. The host itself (`loopback`, and `unspecified`, which is
+/// the host too), the link-local network and the metadata service, addresses in disguise,
+/// lookalike names, and pushes that rewrite history or the default branch.
+pub const NEVER_AUTOMATIC: &[Flag] = &[
+    Flag::CloudMetadata,
+    Flag::LinkLocal,
+    Flag::Loopback,
+    Flag::Unspecified,
+    Flag::DisguisedIp,
+    Flag::Lookalike,
+    Flag::ForcePush,
+    Flag::RefDeletion,
+    Flag::DefaultBranch,
+];
+
+/// Whether no rule may approve a change with these flags (see [`NEVER_AUTOMATIC`]).
+pub fn never_automatic(flags: &[Flag]) -> bool {
+    flags.iter().any(|f| NEVER_AUTOMATIC.contains(f))
+}
 
 /// Risk flags of a normalised change: short, stable names, in a fixed order.
 pub fn flags(kind: Kind, change: &Value) -> Vec<Flag> {
@@ -114,13 +136,17 @@ const METADATA_NAMES: &[&str] = &[
 ];
 
 /// Flags of a DNS name (normalised: lower case, no trailing dot), a wildcard included:
-/// `loopback` for `localhost`, any name under `.localhost` (RFC 6761 keeps them on the host
+/// `shared-suffix` for a wildcard over a suffix of the public suffix list's private section
+/// (`*.github.io`: every name under it is another customer's); `loopback` for `localhost`, any name under `.localhost` (RFC 6761 keeps them on the host
 /// itself) and the Debian aliases `ip6-localhost` / `ip6-loopback`; `cloud-metadata` for a
 /// metadata name, or a wildcard that covers one (`*.google.internal`).
 fn name_flags(host: &str) -> Vec<Flag> {
     let mut out = Vec::new();
     let name = host.strip_prefix("*.").unwrap_or(host);
     let wildcard = name.len() != host.len();
+    if wildcard && public_suffix(name) == Some(PublicSuffix::Private) {
+        out.push(Flag::SharedSuffix);
+    }
     let covers = |target: &str| {
         if wildcard {
             target.ends_with(&format!(".{name}"))
@@ -208,7 +234,9 @@ fn ip_flags(ip: IpAddr) -> Vec<Flag> {
             if v4 == Ipv4Addr::new(169, 254, 169, 254) || v4 == Ipv4Addr::new(100, 100, 100, 200) {
                 out.push(Flag::CloudMetadata);
             }
-            if v4.is_loopback() {
+            // The unspecified address reaches this host, like loopback: a connection to
+            // 0.0.0.0 lands on whatever listens on any local address, 127.0.0.1 included.
+            if v4.is_loopback() || v4.is_unspecified() {
                 out.push(Flag::Loopback);
             }
             if v4.is_private() {
@@ -230,7 +258,7 @@ fn ip_flags(ip: IpAddr) -> Vec<Flag> {
                 out.push(Flag::CloudMetadata);
             }
             let seg = v6.segments();
-            if v6.is_loopback() {
+            if v6.is_loopback() || v6.is_unspecified() {
                 out.push(Flag::Loopback);
             }
             if (seg[0] & 0xfe00) == 0xfc00 {
@@ -282,305 +310,4 @@ fn disguised_ipv4(host: &str) -> Option<Ipv4Addr> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn names(flags: &[Flag]) -> Vec<&'static str> {
-        flags.iter().map(|f| f.as_str()).collect()
-    }
-
-    #[test]
-    fn risk_flags_table() {
-        let cases: &[(Kind, Value, &[&str])] = &[
-            (Kind::Egress, json!({"host": "a.com", "port": 443}), &[]),
-            (Kind::Egress, json!({"host": "a.com", "port": 80}), &[]),
-            (
-                Kind::Egress,
-                json!({"host": "*.a.com", "port": 443}),
-                &["wildcard-host"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "a.com", "port": 22}),
-                &["unusual-port"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "10.1.2.3", "port": 443}),
-                &["ip-literal", "private-ip"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "127.0.0.1", "port": 443}),
-                &["ip-literal", "loopback"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "169.254.169.254", "port": 80}),
-                &["ip-literal", "cloud-metadata", "link-local"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "fd00:ec2::254", "port": 80}),
-                &["ip-literal", "cloud-metadata", "private-ip"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "100.64.0.1", "port": 443}),
-                &["ip-literal", "cgnat"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "fe80::1", "port": 443}),
-                &["ip-literal", "link-local"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "8.8.8.8", "port": 443}),
-                &["ip-literal"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "2130706433", "port": 443}),
-                &["disguised-ip", "loopback"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "0x7f000001", "port": 443}),
-                &["disguised-ip", "loopback"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "0xa9.0xfe.0xa9.0xfe", "port": 443}),
-                &["disguised-ip", "cloud-metadata", "link-local"],
-            ),
-            (
-                Kind::Egress,
-                json!({"host": "0177.0.0.1", "port": 443}),
-                &["disguised-ip", "loopback"],
-            ),
-            (
-                Kind::GitPush,
-                json!({"remote": "origin", "ref": "refs/heads/feature/x"}),
-                &[],
-            ),
-            (
-                Kind::GitPush,
-                json!({"remote": "origin", "ref": "refs/heads/main"}),
-                &["default-branch"],
-            ),
-            (
-                Kind::GitPush,
-                json!({"remote": "origin", "ref": "refs/heads/master"}),
-                &["default-branch"],
-            ),
-            (
-                Kind::GitPush,
-                json!({"remote": "origin", "ref": "refs/tags/v1.0"}),
-                &["tag"],
-            ),
-            (
-                Kind::GitPush,
-                json!({"remote": "origin", "ref": "refs/notes/x"}),
-                &["ref-outside-heads"],
-            ),
-        ];
-        for (kind, change, want) in cases {
-            assert_eq!(&names(&flags(*kind, change)), want, "{change}");
-        }
-    }
-
-    fn egress_flags(host: &str) -> Vec<&'static str> {
-        let change = crate::change::normalise(Kind::Egress, &json!({ "host": host }))
-            .unwrap_or_else(|e| panic!("{host:?} should be accepted: {e}"));
-        names(&flags(Kind::Egress, &change))
-    }
-
-    #[test]
-    fn loopback_names_are_flagged() {
-        for host in [
-            "localhost",
-            "LOCALHOST.",
-            "app.localhost",
-            "a.b.localhost",
-            "localhost.localdomain",
-            "ip6-localhost",
-            "ip6-loopback",
-        ] {
-            assert_eq!(egress_flags(host), ["loopback"], "{host}");
-        }
-        assert_eq!(
-            egress_flags("*.app.localhost"),
-            ["wildcard-host", "loopback"]
-        );
-        for host in ["localhost.example.com", "notlocalhost", "mylocalhost.com"] {
-            assert_eq!(egress_flags(host), [] as [&str; 0], "{host}");
-        }
-    }
-
-    #[test]
-    fn cloud_metadata_names_are_flagged() {
-        for host in [
-            "metadata.google.internal",
-            "Metadata.Google.Internal.",
-            "metadata",
-            "instance-data",
-            "instance-data.ec2.internal",
-        ] {
-            assert_eq!(egress_flags(host), ["cloud-metadata"], "{host}");
-        }
-        for host in ["*.google.internal", "*.ec2.internal"] {
-            assert_eq!(
-                egress_flags(host),
-                ["wildcard-host", "cloud-metadata"],
-                "{host}"
-            );
-        }
-        for host in [
-            "metadata.example.com",
-            "google.internal",
-            "*.example.internal",
-        ] {
-            assert!(!egress_flags(host).contains(&"cloud-metadata"), "{host}");
-        }
-    }
-
-    #[test]
-    fn ipv6_spellings_of_ipv4_are_classified_like_the_ipv4() {
-        let metadata = ["ip-literal", "disguised-ip", "cloud-metadata", "link-local"];
-        let loopback = ["ip-literal", "disguised-ip", "loopback"];
-        let cases: &[(&str, &[&str])] = &[
-            // IPv4-mapped
-            ("::ffff:169.254.169.254", &metadata),
-            ("::ffff:a9fe:a9fe", &metadata),
-            ("[::ffff:127.0.0.1]", &loopback),
-            (
-                "::ffff:10.0.0.1",
-                &["ip-literal", "disguised-ip", "private-ip"],
-            ),
-            // IPv4-compatible
-            ("::169.254.169.254", &metadata),
-            ("::127.0.0.1", &loopback),
-            ("::7f00:1", &loopback),
-            // NAT64 well-known prefix
-            ("64:ff9b::a9fe:a9fe", &metadata),
-            ("64:ff9b::169.254.169.254", &metadata),
-            ("64:ff9b::7f00:1", &loopback),
-            ("64:ff9b::808:808", &["ip-literal", "disguised-ip"]),
-            // the IPv6 addresses themselves are not IPv4
-            ("::1", &["ip-literal", "loopback"]),
-            ("::", &["ip-literal", "unspecified"]),
-            (
-                "fd00:ec2::254",
-                &["ip-literal", "cloud-metadata", "private-ip"],
-            ),
-            ("2001:db8::1", &["ip-literal"]),
-            // Alibaba's metadata address
-            (
-                "100.100.100.200",
-                &["ip-literal", "cloud-metadata", "cgnat"],
-            ),
-        ];
-        for (host, want) in cases {
-            assert_eq!(&egress_flags(host), want, "{host}");
-        }
-    }
-
-    fn push_flags(remote: &str, reference: &str) -> Vec<&'static str> {
-        let change = crate::change::normalise(
-            Kind::GitPush,
-            &json!({ "remote": remote, "ref": reference }),
-        )
-        .unwrap_or_else(|e| panic!("{remote:?} {reference:?} should be accepted: {e}"));
-        names(&flags(Kind::GitPush, &change))
-    }
-
-    #[test]
-    fn lookalikes_of_origin_main_and_master_are_flagged() {
-        assert_eq!(push_flags("origin", "main"), ["default-branch"]);
-        assert_eq!(push_flags("origin", "feature/x"), [] as [&str; 0]);
-        for remote in [
-            "\u{43e}rigin",                                     // Cyrillic о
-            "or\u{456}gin",                                     // Cyrillic і
-            "\u{3bf}rigin",                                     // Greek ο
-            "\u{ff4f}\u{ff52}\u{ff49}\u{ff47}\u{ff49}\u{ff4e}", // fullwidth
-            "\u{1d428}rigin",                                   // mathematical bold o
-            "Origin",
-            "ORIGIN",
-        ] {
-            assert_eq!(push_flags(remote, "feature/x"), ["lookalike"], "{remote:?}");
-        }
-        for reference in [
-            "m\u{430}in",   // Cyrillic а
-            "ma\u{131}n",   // dotless i
-            "\u{41c}aster", // Cyrillic М
-            "\u{ff4d}ain",  // fullwidth m
-            "Main",
-            "release/m\u{430}in",
-            "refs/heads/m\u{430}ster",
-        ] {
-            assert_eq!(
-                push_flags("origin", reference),
-                ["lookalike"],
-                "{reference:?}"
-            );
-        }
-        for reference in ["maintenance", "mainline", "café", "日本"] {
-            assert_eq!(
-                push_flags("origin", reference),
-                [] as [&str; 0],
-                "{reference:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn gate_pushes_are_flagged_by_their_summary() {
-        let push = |force: bool, delete: bool, commits: u64, lines: u64| {
-            let summary = json!({"commits": commits, "subjects": [], "files_changed": 1,
-                "insertions": lines, "deletions": 0, "force": force, "delete": delete,
-                "create": false});
-            names(&flags(
-                Kind::GitPush,
-                &json!({"remote": "origin", "ref": "refs/heads/x", "summary": summary}),
-            ))
-        };
-        assert!(push(false, false, 1, 1).is_empty());
-        assert_eq!(push(true, false, 1, 1), ["force-push"]);
-        assert_eq!(push(false, true, 0, 0), ["ref-deletion"]);
-        assert_eq!(push(false, false, 101, 1), ["large-push"]);
-        assert_eq!(push(false, false, 100, 10_001), ["large-push"]);
-        assert!(push(false, false, 100, 10_000).is_empty());
-    }
-
-    #[test]
-    fn widening_is_flagged() {
-        let p = json!({"host": "api.a.com", "port": 443});
-        assert_eq!(
-            names(&modified_flags(
-                Kind::Egress,
-                &p,
-                &json!({"host": "*.a.com", "port": 443})
-            )),
-            vec!["wildcard-host", "widened"]
-        );
-        assert!(
-            modified_flags(Kind::Egress, &p, &json!({"host": "api.a.com", "port": 443})).is_empty()
-        );
-        let wild = json!({"host": "*.a.com", "port": 443});
-        assert_eq!(
-            names(&modified_flags(Kind::Egress, &wild, &wild)),
-            vec!["wildcard-host"]
-        );
-        let g = json!({"remote": "origin", "ref": "refs/heads/x"});
-        assert_eq!(
-            names(&modified_flags(
-                Kind::GitPush,
-                &g,
-                &json!({"remote": "origin", "ref": "refs/heads/main"})
-            )),
-            vec!["default-branch", "widened"]
-        );
-    }
-}
+mod tests;

@@ -52,6 +52,16 @@ impl Location {
         }
     }
 
+    /// Whether the location carries a password: a URL's `user:password@` or a `password=`
+    /// query parameter. Such a location belongs in the environment or a `--db-file`, never
+    /// in a command line, a hook or a file others can read.
+    pub fn has_password(&self) -> bool {
+        match self {
+            Location::File(_) => false,
+            Location::Postgres(url) => redact(url) != *url,
+        }
+    }
+
     /// The location as given (a URL keeps its password): what reopening it needs.
     pub fn as_path(&self) -> &Path {
         match self {
@@ -77,20 +87,34 @@ impl fmt::Debug for Location {
     }
 }
 
-/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+/// `postgres://user:secret@host/db?password=secret` → `postgres://user:***@host/db?password=***`.
 fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
+    let authority = match authority.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => authority.to_string(),
         },
-        None => url.to_string(),
-    }
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|param| match param.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                    _ => param.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 /// The key of the one advisory lock every PostgreSQL write transaction takes first
@@ -289,6 +313,29 @@ mod tests {
             Location::parse("postgres://sv@h/db").to_string(),
             "postgres://sv@h/db"
         );
+        assert_eq!(
+            Location::parse("postgres://sv@h/db?sslmode=require&password=hunter2").to_string(),
+            "postgres://sv@h/db?sslmode=require&password=***"
+        );
+    }
+
+    #[test]
+    fn a_password_in_a_url_is_recognised() {
+        for url in [
+            "postgres://sv:hunter2@h/db",
+            "postgresql://sv:@h/db",
+            "postgres://sv@h/db?password=hunter2",
+            "postgres://h/db?sslmode=require&PASSWORD=x",
+        ] {
+            assert!(Location::parse(url).has_password(), "{url}");
+        }
+        for location in [
+            "postgres://sv@h/db",
+            "postgres://h/db?sslmode=require",
+            "/srv/a:b@c.db",
+        ] {
+            assert!(!Location::parse(location).has_password(), "{location}");
+        }
     }
 
     #[test]

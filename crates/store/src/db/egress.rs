@@ -31,10 +31,16 @@ use crate::model::{
 /// At most one `grant-used` event per grant in this interval.
 pub const GRANT_USE_EVERY: Duration = Duration::from_secs(60);
 
-/// Destinations the helper never files an `observed` proposal for: the host itself, the
+/// Destinations the helper never files an `observed` proposal for: the host itself (its
+/// loopback, and the unspecified address, which reaches the same listeners), the
 /// link-local network and the cloud metadata service are never what an agent should be
 /// offered with one command.
-const NEVER_OBSERVED: [Flag; 3] = [Flag::CloudMetadata, Flag::LinkLocal, Flag::Loopback];
+const NEVER_OBSERVED: [Flag; 4] = [
+    Flag::CloudMetadata,
+    Flag::LinkLocal,
+    Flag::Loopback,
+    Flag::Unspecified,
+];
 
 impl Store {
     /// May `bottle` reach `host:port` now? One read transaction over the bottle registry, the
@@ -150,7 +156,7 @@ impl Store {
     /// the proxy refused, so the operator can approve what the bottle actually tried. Like
     /// any proposal it coalesces with an identical undecided one, meets the rejection
     /// cooldown and the pending cap. `Ok(None)`: not filed, because the destination is the
-    /// cloud metadata service, link-local or loopback.
+    /// cloud metadata service, link-local, loopback or the unspecified address.
     #[instrument(skip(self, bottle), fields(bottle = %bottle.slug), err)]
     pub async fn propose_observed(
         &self,

@@ -191,6 +191,10 @@ vocabulary! {
         /// Filed by the egress proxy's helper for a connection it refused, not asked for by
         /// the agent: what the bottle actually tried.
         Observed = "observed",
+        /// A wildcard over a suffix a company opens to its customers (the public suffix
+        /// list's private section: `*.github.io`, `*.s3.amazonaws.com`): it covers every
+        /// customer's names, not one owner's.
+        SharedSuffix = "shared-suffix",
     }
 }
 

@@ -449,3 +449,27 @@ fn a_busy_or_missing_database_is_refused_and_recovered_from() {
     std::fs::rename(&away, &px.db).unwrap();
     px.expect_within("127.0.0.2", "a.example.test", 200, WITHIN);
 }
+
+/// `0.0.0.0` through Squid lands on the proxy host's own listeners (the origin here binds
+/// 127.0.0.1 only): refused, and never filed for the operator to approve in one command.
+#[test]
+fn the_unspecified_address_is_refused_and_never_filed_through_squid() {
+    let Some(px) = Proxy::start("--propose-on-deny") else {
+        return;
+    };
+    assert_eq!(px.get("127.0.0.2", "0.0.0.0"), 403);
+    assert_eq!(px.get("127.0.0.2", "[::]"), 403);
+    // A name the helper may file, so the lookups above are known to have reached it.
+    assert_eq!(px.get("127.0.0.2", "a.example.test"), 403);
+    let hosts: Vec<Value> = px
+        .pending()
+        .into_iter()
+        .map(|(_, p)| p["change"]["host"].clone())
+        .collect();
+    assert_eq!(
+        hosts,
+        [Value::from("a.example.test")],
+        "{}",
+        px.access_log()
+    );
+}
