@@ -1,12 +1,12 @@
 //! The `--json` documents: the CLI's own views of store types, so the field names scripts
-//! rely on are chosen here, once, and documented in OPERATOR.md. Every key is always
+//! rely on are chosen here, once, and documented in OPERATOR.md; an event is the store's
+//! one event document ([`EventDoc`]), as hooks and the console's API read it. Every key is always
 //! present (`null` when empty); one document per call (`list --watch` prints JSON Lines).
 
 use serde::Serialize;
 use serde_json::Value;
 use supervise_store::{
-    Bottle, Event, EventKind, Flag, Grant, GrantId, Kind, Operator, Proposal, ProposalId, Role,
-    Timestamp, Via,
+    Bottle, EventDoc, Flag, Grant, GrantId, Operator, Proposal, ProposalId, Role, Timestamp, Via,
 };
 
 #[derive(Debug, Serialize)]
@@ -79,51 +79,14 @@ pub struct ProposalList {
 pub struct ProposalDetail {
     #[serde(flatten)]
     pub proposal: ProposalView,
-    pub events: Vec<EventView>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct EventView {
-    pub seq: i64,
-    pub at: Timestamp,
-    pub event: EventKind,
-    /// `bottle:SLUG`, `operator:NAME` or `system`.
-    pub actor: String,
-    /// For an operator's event: `cli`, `console` or `gate`; otherwise `null`.
-    pub via: Option<Via>,
-    /// The bottle's host; `null` for an event of no bottle.
-    pub host: Option<String>,
-    pub bottle: Option<String>,
-    pub proposal_id: Option<ProposalId>,
-    pub grant_id: Option<GrantId>,
-    pub kind: Option<Kind>,
-    pub change: Option<Value>,
-    pub note: Option<String>,
-}
-
-impl From<&Event> for EventView {
-    fn from(e: &Event) -> Self {
-        EventView {
-            seq: e.seq,
-            at: e.at.clone(),
-            event: e.event,
-            actor: e.actor.clone(),
-            via: e.via,
-            host: e.host.clone(),
-            bottle: e.bottle.clone(),
-            proposal_id: e.proposal_id.clone(),
-            grant_id: e.grant_id.clone(),
-            kind: e.kind,
-            change: e.change.clone(),
-            note: e.note.clone(),
-        }
-    }
+    /// The store's one event document each ([`EventDoc`]).
+    pub events: Vec<EventDoc>,
 }
 
 /// `audit --json`.
 #[derive(Debug, Serialize)]
 pub struct EventList {
-    pub events: Vec<EventView>,
+    pub events: Vec<EventDoc>,
 }
 
 #[derive(Debug, Serialize)]

@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 
 use serde_json::Value;
-use supervise_store::{clock, text};
+use supervise_store::{Kind, clock, present, text};
 
 /// When to colour human output (`--color`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -142,27 +142,10 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// A change in one line: `host:port` for egress (`[v6]:port`), `remote ref` for a push,
-/// compact JSON for anything else. Agent-supplied text is made safe with [`one_line`].
-pub fn change_text(kind: &str, change: &Value) -> String {
-    let field = |name: &str| change.get(name).and_then(Value::as_str);
-    let text = match kind {
-        "egress" => match (field("host"), change.get("port").and_then(Value::as_u64)) {
-            (Some(host), Some(port)) if host.contains(':') => format!("[{host}]:{port}"),
-            (Some(host), Some(port)) => format!("{host}:{port}"),
-            _ => change.to_string(),
-        },
-        "git-push" => match (field("remote"), field("ref"), field("old"), field("new")) {
-            (Some(remote), Some(reference), Some(old), Some(new)) => {
-                let short = |id: &'_ str| id.chars().take(7).collect::<String>();
-                format!("{remote} {reference} {}..{}", short(old), short(new))
-            }
-            (Some(remote), Some(reference), ..) => format!("{remote} {reference}"),
-            _ => change.to_string(),
-        },
-        _ => change.to_string(),
-    };
-    one_line(&text)
+/// A change in one line ([`present::change_line`]: `host:port`, `remote ref old..new`), made
+/// safe with [`one_line`].
+pub fn change_text(kind: Kind, change: &Value) -> String {
+    one_line(&present::change_line(kind, change))
 }
 
 /// How long ago a stored time was: `42s`, `5m 3s`, `2h 10m`, `3d 1h`.
@@ -298,41 +281,6 @@ impl Table {
     }
 }
 
-/// What a risk flag means, for `show`.
-pub fn flag_meaning(flag: &str) -> &'static str {
-    match flag {
-        "wildcard-host" => "a wildcard covers every host under the domain",
-        "ip-literal" => "the host is a raw IP address, not a name",
-        "private-ip" => "a private-network address (RFC 1918 / ULA)",
-        "loopback" => "a loopback address or name (localhost, *.localhost): the host itself",
-        "link-local" => "a link-local address",
-        "cloud-metadata" => {
-            "the cloud metadata service (instance credentials), by address or name (metadata.google.internal)"
-        }
-        "cgnat" => "a carrier-grade NAT address (100.64.0.0/10)",
-        "unspecified" => "the unspecified address (0.0.0.0, 0, ::): the host itself, like loopback",
-        "unusual-port" => "a port other than 80 and 443",
-        "disguised-ip" => {
-            "an IPv4 address written as a number, in hex/octal, or inside an IPv6 address"
-        }
-        "default-branch" => "a push to main or master",
-        "tag" => "a push to a tag",
-        "ref-outside-heads" => "a ref outside refs/heads/",
-        "lookalike" => {
-            "the remote or a ref part looks like origin, main or master but is spelled otherwise"
-        }
-        "widened" => "the operator's change grants more than the agent asked for",
-        "force-push" => "a force push: the old commit is not an ancestor of the new one",
-        "ref-deletion" => "the push deletes the ref",
-        "large-push" => "over 100 commits or over 10,000 changed lines",
-        "observed" => "filed by the egress proxy for a connection it refused, not by the agent",
-        "shared-suffix" => {
-            "a wildcard over a shared hosting suffix (github.io, s3.amazonaws.com): every customer's sites under it"
-        }
-        _ => "",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,18 +326,11 @@ mod tests {
         assert_eq!(one_line("café 日本 🎉"), "café 日本 🎉");
         assert_eq!(
             change_text(
-                "git-push",
+                Kind::GitPush,
                 &json!({"remote": "or\u{200b}igin", "ref": "refs/heads/x"})
             ),
             "or\\u{200b}igin refs/heads/x"
         );
-    }
-
-    #[test]
-    fn every_flag_has_a_meaning() {
-        for flag in supervise_store::Flag::ALL {
-            assert!(!flag_meaning(flag.as_str()).is_empty(), "{flag}");
-        }
     }
 
     #[test]
@@ -408,21 +349,17 @@ mod tests {
     }
 
     #[test]
-    fn changes_in_one_line() {
+    fn changes_in_one_line_are_escaped() {
         assert_eq!(
-            change_text("egress", &json!({"host": "a.com", "port": 443})),
-            "a.com:443"
-        );
-        assert_eq!(
-            change_text("egress", &json!({"host": "::1", "port": 80})),
+            change_text(Kind::Egress, &json!({"host": "::1", "port": 80})),
             "[::1]:80"
         );
         assert_eq!(
             change_text(
-                "git-push",
-                &json!({"remote": "origin", "ref": "refs/heads/x"})
+                Kind::GitPush,
+                &json!({"remote": "origin", "ref": "refs/heads/a\nb"})
             ),
-            "origin refs/heads/x"
+            "origin refs/heads/a b"
         );
     }
 

@@ -1,14 +1,14 @@
-//! Store types shaped for people: the one-line change, flag meanings, ages and time left,
-//! a git push's summary. Pages and the API both use these; the template engine escapes
-//! everything on the way out, and agent text goes through `escape_untrusted` first so
-//! control and invisible characters show as `\u{..}`.
+//! Store types shaped for people: the one-line change (the store's [`present`] words, made
+//! safe to show), ages and time left, a git push's summary. Pages and the API both use
+//! these; the template engine escapes everything on the way out, and agent text goes
+//! through `escape_untrusted` first so control and invisible characters show as `\u{..}`.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 use supervise_store::change::describe_push;
 use supervise_store::text::escape_untrusted;
-use supervise_store::{Flag, Kind, Proposal, Timestamp, clock, model};
+use supervise_store::{Kind, Proposal, Timestamp, clock, model, present};
 
 /// Agent text for a page: invisible and control characters made visible (HTML escaping is
 /// the template's).
@@ -16,25 +16,10 @@ pub(crate) fn untrusted(text: &str) -> String {
     escape_untrusted(text).into_owned()
 }
 
-/// The change on one line: `host:port`, or `remote ref old..new`.
+/// The change on one line ([`present::change_line`]: `host:port`, `remote ref old..new`),
+/// made safe to show.
 pub(crate) fn change_text(kind: Kind, change: &Value) -> String {
-    let field = |name: &str| change.get(name).and_then(Value::as_str);
-    let text = match kind {
-        Kind::Egress => match (field("host"), change.get("port").and_then(Value::as_u64)) {
-            (Some(host), Some(port)) if host.contains(':') => format!("[{host}]:{port}"),
-            (Some(host), Some(port)) => format!("{host}:{port}"),
-            _ => change.to_string(),
-        },
-        Kind::GitPush => match (field("remote"), field("ref"), field("old"), field("new")) {
-            (Some(remote), Some(reference), Some(old), Some(new)) => {
-                let short = |id: &str| id.chars().take(7).collect::<String>();
-                format!("{remote} {reference} {}..{}", short(old), short(new))
-            }
-            (Some(remote), Some(reference), ..) => format!("{remote} {reference}"),
-            _ => change.to_string(),
-        },
-    };
-    untrusted(&text)
+    untrusted(&present::change_line(kind, change))
 }
 
 /// The fields an operator may edit when modifying, with their current values.
@@ -47,35 +32,6 @@ pub(crate) fn editable_fields(kind: Kind, change: &Value) -> Vec<(&'static str, 
     match kind {
         Kind::Egress => vec![("host", text("host")), ("port", text("port"))],
         Kind::GitPush => vec![("remote", text("remote")), ("ref", text("ref"))],
-    }
-}
-
-/// What a flag warns of, in words.
-pub(crate) fn flag_meaning(flag: Flag) -> &'static str {
-    match flag.as_str() {
-        "wildcard-host" => "a wildcard covers every host under the domain",
-        "ip-literal" => "the host is a raw IP address, not a name",
-        "private-ip" => "a private-network address (RFC 1918 / ULA)",
-        "loopback" => "a loopback address or name: the host itself",
-        "link-local" => "a link-local address",
-        "cloud-metadata" => "the cloud metadata service (instance credentials)",
-        "cgnat" => "a carrier-grade NAT address (100.64.0.0/10)",
-        "unspecified" => "the unspecified address (0.0.0.0, ::): the host itself, like loopback",
-        "unusual-port" => "a port other than 80 and 443",
-        "disguised-ip" => "an IPv4 address written as a number, in hex/octal, or inside IPv6",
-        "default-branch" => "a push to main or master",
-        "tag" => "a push to a tag",
-        "ref-outside-heads" => "a ref outside refs/heads/",
-        "lookalike" => "looks like origin, main or master but is spelled otherwise",
-        "widened" => "the operator's change grants more than the agent asked for",
-        "force-push" => "a force push: the old commit is not an ancestor of the new one",
-        "ref-deletion" => "the push deletes the ref",
-        "large-push" => "over 100 commits or over 10,000 changed lines",
-        "observed" => "filed by the egress proxy after it refused a connection",
-        "shared-suffix" => {
-            "a wildcard over a shared hosting suffix: every customer's sites under it"
-        }
-        _ => "a risky change",
     }
 }
 

@@ -2,15 +2,20 @@
 //! the same facts as `structuredContent` (SPEC "MCP tools"). Store rows are converted here,
 //! explicitly, into the JSON the agent sees.
 
+mod status;
+
 use serde_json::{Map, Value, json};
 use supervise_protocol::{CallToolResult, Content, ProtocolVersion};
+use supervise_store::present::describe;
 use supervise_store::{Kind, Proposal, Status, StoreError};
+
+pub(crate) use status::AnswerStatus;
 
 /// One tool answer, before it is shaped for a protocol revision.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Answer {
-    /// `pending`, `approved`, …, `unknown`, `refused`; `None` for list-proposals.
-    pub(crate) status: Option<&'static str>,
+    /// The proposal's status, `Unknown` or `Refused`; `None` for list-proposals.
+    pub(crate) status: Option<AnswerStatus>,
     pub(crate) text: String,
     pub(crate) structured: Value,
 }
@@ -18,10 +23,7 @@ pub(crate) struct Answer {
 impl Answer {
     /// `isError` is true exactly for these statuses.
     pub(crate) fn is_error(&self) -> bool {
-        matches!(
-            self.status,
-            Some("rejected" | "expired" | "withdrawn" | "unknown" | "refused")
-        )
+        self.status.is_some_and(AnswerStatus::is_error)
     }
 
     /// The `tools/call` result for `version` (no `structuredContent` before 2025-06-18).
@@ -50,15 +52,6 @@ impl Answer {
     }
 }
 
-/// What a change asks for, in words: `egress to api.example.com:443`.
-pub(crate) fn describe(kind: Kind, change: &Value) -> String {
-    let s = |k: &str| change.get(k).map(value_text).unwrap_or_else(|| "?".into());
-    match kind {
-        Kind::Egress => format!("egress to {}:{}", s("host"), s("port")),
-        Kind::GitPush => format!("push of {} to {}", s("ref"), s("remote")),
-    }
-}
-
 /// What the agent can rely on after an approval: where the grant takes effect and until
 /// when ("egress to pypi.org:443 is allowed through the proxy from now on, until 18:00 UTC").
 fn relied_on(kind: Kind, granted: &str, d: Option<&supervise_store::Decision>) -> String {
@@ -83,16 +76,9 @@ fn relied_on(kind: Kind, granted: &str, d: Option<&supervise_store::Decision>) -
     format!("{granted} is allowed through {through} from now on, {until}")
 }
 
-fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// The structured form of a proposal: `proposal_id`, `status`, `kind`, `proposal` (the
 /// change plus justification) and, once decided, `decision`.
-pub(crate) fn proposal_json(p: &Proposal, status: &str) -> Value {
+pub(crate) fn proposal_json(p: &Proposal, status: AnswerStatus) -> Value {
     structured(
         p.id.to_string(),
         status,
@@ -105,7 +91,7 @@ pub(crate) fn proposal_json(p: &Proposal, status: &str) -> Value {
 
 /// [`proposal_json`] for a proposal no longer needed: its id, change and justification are
 /// moved into place rather than copied.
-fn into_proposal_json(p: Proposal, status: &str) -> Value {
+fn into_proposal_json(p: Proposal, status: AnswerStatus) -> Value {
     let change = match p.change {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -122,7 +108,7 @@ fn into_proposal_json(p: Proposal, status: &str) -> Value {
 
 fn structured(
     id: String,
-    status: &str,
+    status: AnswerStatus,
     kind: Kind,
     mut proposal: Map<String, Value>,
     justification: String,
@@ -131,7 +117,7 @@ fn structured(
     proposal.insert("justification".into(), Value::String(justification));
     let mut out = Map::new();
     out.insert("proposal_id".into(), Value::String(id));
-    out.insert("status".into(), Value::from(status));
+    out.insert("status".into(), Value::from(status.as_str()));
     out.insert("kind".into(), Value::from(kind.as_str()));
     out.insert("proposal".into(), Value::Object(proposal));
     if let Some(d) = decision {
@@ -150,7 +136,7 @@ fn structured(
 
 /// A list item: the proposal object plus `created_at` and `hits`.
 pub(crate) fn list_item(p: &Proposal) -> Value {
-    let mut v = proposal_json(p, p.status.as_str());
+    let mut v = proposal_json(p, p.status.into());
     if let Value::Object(m) = &mut v {
         m.insert("created_at".into(), Value::from(p.created_at.clone()));
         m.insert("hits".into(), Value::from(p.hits));
@@ -161,7 +147,7 @@ pub(crate) fn list_item(p: &Proposal) -> Value {
     v
 }
 
-fn answer(status: &'static str, p: &Proposal, body: String, next: String) -> Answer {
+fn answer(status: AnswerStatus, p: &Proposal, body: String, next: String) -> Answer {
     Answer {
         status: Some(status),
         text: with_next(body, &next),
@@ -199,9 +185,9 @@ pub(crate) fn pending(p: Proposal) -> Answer {
         p.id
     );
     Answer {
-        status: Some("pending"),
+        status: Some(AnswerStatus::Pending),
         text: with_next(body, &next),
-        structured: into_proposal_json(p, "pending"),
+        structured: into_proposal_json(p, AnswerStatus::Pending),
     }
 }
 
@@ -218,7 +204,7 @@ pub(crate) fn delivered(p: &Proposal) -> Answer {
         .unwrap_or_default();
     match p.status {
         Status::Approved => answer(
-            "approved",
+            AnswerStatus::Approved,
             p,
             format!("Proposal {} ({what}) was approved{by}.{note}", p.id),
             format!("{}; go ahead.", relied_on(p.kind, &what, d)),
@@ -229,7 +215,7 @@ pub(crate) fn delivered(p: &Proposal) -> Answer {
                 .map(|c| describe(p.kind, c))
                 .unwrap_or_else(|| what.clone());
             answer(
-                "modified",
+                AnswerStatus::Modified,
                 p,
                 format!(
                     "Proposal {} ({what}) was approved with a change{by}: the operator granted \
@@ -247,7 +233,7 @@ pub(crate) fn delivered(p: &Proposal) -> Answer {
                 .and_then(|d| d.note.clone())
                 .unwrap_or_else(|| "no reason given".into());
             answer(
-                "rejected",
+                AnswerStatus::Rejected,
                 p,
                 format!("Proposal {} ({what}) was rejected{by}.{note}", p.id),
                 format!("rejected: {reason}; do not retry the same change."),
@@ -255,7 +241,7 @@ pub(crate) fn delivered(p: &Proposal) -> Answer {
         }
         Status::Expired => expired(p),
         Status::Withdrawn => answer(
-            "withdrawn",
+            AnswerStatus::Withdrawn,
             p,
             format!("Proposal {} ({what}) was withdrawn.", p.id),
             "propose again only if you still need it.".into(),
@@ -268,7 +254,7 @@ pub(crate) fn delivered(p: &Proposal) -> Answer {
 pub(crate) fn expired(p: &Proposal) -> Answer {
     let what = describe(p.kind, &p.change);
     answer(
-        "expired",
+        AnswerStatus::Expired,
         p,
         format!(
             "Proposal {} ({what}) expired: no operator decided it in time. It is no longer queued.",
@@ -292,7 +278,7 @@ pub(crate) fn auto_rejected(p: &Proposal) -> Answer {
         .map(|d| format!(" by {} at {}", d.decided_by, d.decided_at))
         .unwrap_or_default();
     answer(
-        "rejected",
+        AnswerStatus::Rejected,
         p,
         format!(
             "The same change ({what}) was rejected recently{by} as proposal {}; nothing new was \
@@ -307,7 +293,7 @@ pub(crate) fn auto_rejected(p: &Proposal) -> Answer {
 pub(crate) fn withdrawn(p: &Proposal) -> Answer {
     let what = describe(p.kind, &p.change);
     answer(
-        "withdrawn",
+        AnswerStatus::Withdrawn,
         p,
         format!(
             "Proposal {} ({what}) is withdrawn as you asked; the operator will not see it in the queue.",
@@ -322,7 +308,7 @@ pub(crate) fn withdrawn(p: &Proposal) -> Answer {
 pub(crate) fn withdrawn_while_waiting(p: &Proposal) -> Answer {
     let what = describe(p.kind, &p.change);
     answer(
-        "withdrawn",
+        AnswerStatus::Withdrawn,
         p,
         format!(
             "Proposal {} ({what}) was withdrawn while this call waited (by withdraw-proposal, \
@@ -336,13 +322,13 @@ pub(crate) fn withdrawn_while_waiting(p: &Proposal) -> Answer {
 /// No open proposal of this bottle has the id.
 pub(crate) fn unknown(id: &str) -> Answer {
     Answer {
-        status: Some("unknown"),
+        status: Some(AnswerStatus::Unknown),
         text: format!(
             "No open proposal {id} for this bottle: the id is unknown, belongs to another \
              bottle, or its answer was already delivered (a decision is delivered once).\nNext: \
              do not poll this id again; call list-proposals to see your open proposals."
         ),
-        structured: json!({ "proposal_id": id, "status": "unknown" }),
+        structured: json!({ "proposal_id": id, "status": AnswerStatus::Unknown.as_str() }),
     }
 }
 
@@ -351,13 +337,13 @@ pub(crate) fn unknown(id: &str) -> Answer {
 pub(crate) fn refused(error: impl Into<String>, field: Option<&str>, next: &str) -> Answer {
     let error = error.into();
     let mut structured = Map::new();
-    structured.insert("status".into(), Value::from("refused"));
+    structured.insert("status".into(), Value::from(AnswerStatus::Refused.as_str()));
     structured.insert("error".into(), Value::from(error.clone()));
     if let Some(f) = field {
         structured.insert("field".into(), Value::from(f));
     }
     Answer {
-        status: Some("refused"),
+        status: Some(AnswerStatus::Refused),
         text: with_next(format!("Refused: {error}"), next),
         structured: Value::Object(structured),
     }
@@ -452,14 +438,14 @@ mod tests {
     #[test]
     fn is_error_exactly_for_the_failing_statuses() {
         for (status, want) in [
-            ("pending", false),
-            ("approved", false),
-            ("modified", false),
-            ("rejected", true),
-            ("expired", true),
-            ("withdrawn", true),
-            ("unknown", true),
-            ("refused", true),
+            (AnswerStatus::Pending, false),
+            (AnswerStatus::Approved, false),
+            (AnswerStatus::Modified, false),
+            (AnswerStatus::Rejected, true),
+            (AnswerStatus::Expired, true),
+            (AnswerStatus::Withdrawn, true),
+            (AnswerStatus::Unknown, true),
+            (AnswerStatus::Refused, true),
         ] {
             let a = Answer {
                 status: Some(status),
@@ -530,21 +516,6 @@ mod tests {
         assert!(
             relied_on(Kind::GitPush, "push of x to origin", Some(&d(Some(&at))))
                 .ends_with("through the git gate from now on, until 18:00:05 UTC")
-        );
-    }
-
-    #[test]
-    fn describe_names_the_change() {
-        assert_eq!(
-            describe(Kind::Egress, &json!({"host": "a.example", "port": 443})),
-            "egress to a.example:443"
-        );
-        assert_eq!(
-            describe(
-                Kind::GitPush,
-                &json!({"remote": "origin", "ref": "refs/heads/x"})
-            ),
-            "push of refs/heads/x to origin"
         );
     }
 }

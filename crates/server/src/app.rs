@@ -90,7 +90,10 @@ impl App {
                 );
             }
             tasks.push(tokio::spawn(hooks::run(
-                hooks::HookConfig::new(command),
+                hooks::HookConfig {
+                    console_url: config.console_url.clone(),
+                    ..hooks::HookConfig::new(command)
+                },
                 store.clone(),
                 feed.subscribe_from(from),
                 from,

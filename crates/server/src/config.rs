@@ -28,6 +28,9 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// `--on-event` command, run once per audit event (see [`crate::hooks`]).
     pub on_event: Option<String>,
+    /// The review console's public URL (`SUPERVISE_CONSOLE_URL`): a hook's event document
+    /// then carries its proposal's page as `url`.
+    pub console_url: Option<String>,
     /// How often the watcher reads the store's change feed.
     pub watch_interval: Duration,
     /// How often undecided proposals and grants past their time are expired.
@@ -61,6 +64,7 @@ impl Default for Config {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             on_event: None,
+            console_url: None,
             watch_interval: Duration::from_millis(20),
             sweep_interval: Duration::from_secs(5),
             bottle_cache_ttl: Duration::from_secs(1),

@@ -86,6 +86,11 @@ struct Args {
     #[arg(long, env = "SUPERVISE_ON_EVENT", value_name = "CMD")]
     on_event: Option<String>,
 
+    /// The review console's public URL, e.g. https://console.internal:8443: each event
+    /// document a hook reads then carries its proposal's page as `url`.
+    #[arg(long, env = "SUPERVISE_CONSOLE_URL", value_name = "URL")]
+    console_url: Option<String>,
+
     /// Extra allowed Origin value, e.g. http://tools.internal:7411. Repeatable.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
@@ -212,6 +217,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         allowed_origins: args.allowed_origins,
         allowed_hosts: args.allowed_hosts,
         on_event: args.on_event,
+        console_url: args.console_url.filter(|u| !u.trim().is_empty()),
         max_waiting: args.max_waiting,
         max_waiting_per_bottle: args.max_waiting_per_bottle,
         task_poll_interval: args.task_poll_interval,

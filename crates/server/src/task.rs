@@ -9,7 +9,6 @@ use std::time::Duration;
 use supervise_protocol::{CreateTaskResult, DetailedTask, ProtocolVersion, Task, TaskStatus};
 use supervise_store::{Proposal, Status, Task as StoredTask, TaskRead, Timestamp};
 
-use crate::answer;
 use crate::grace;
 
 /// The answer to a proposal call that asked for a task.
@@ -59,7 +58,7 @@ fn working(poll: Duration, t: &StoredTask, p: &Proposal) -> Task {
         "Proposal {} ({}{flags}) waits for an operator to decide it; this task completes with \
          the decision.",
         p.id,
-        answer::describe(p.kind, &p.change),
+        supervise_store::present::describe(p.kind, &p.change),
     ));
     task
 }

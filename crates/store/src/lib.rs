@@ -6,7 +6,9 @@
 //! nothing else here but [`glob`]; [`change`] validates and normalises what a proposal asks for and
 //! computes its risk flags; [`glob`] the one glob rule (bulk matches, operator scopes);
 //! [`error`] is the one error type; [`clock`] the duration syntax;
-//! [`paths`] finds the database file; [`text`] escapes agent text for display. The [`Store`] itself is `db`, split by aggregate
+//! [`paths`] finds the database file; [`text`] escapes agent text for display; [`present`]
+//! is the words a person reads on every surface (flag meanings, a change on one line, an
+//! address, the one event document, [`EventDoc`]). The [`Store`] itself is `db`, split by aggregate
 //! (`db/bottles.rs`, `db/proposals.rs`, `db/decisions.rs`, `db/grants.rs`, `db/gate.rs`,
 //! `db/tasks.rs`, `db/feed.rs`, `db/operators.rs` and `db/sessions.rs` (console operators,
 //! their sign-in links, sessions and API tokens), and `db/egress.rs`, the one egress decision every
@@ -28,6 +30,7 @@ pub mod error;
 pub mod glob;
 pub mod model;
 pub mod paths;
+pub mod present;
 pub mod text;
 
 pub use db::{
@@ -42,3 +45,4 @@ pub use model::{
     SignInLink, SignInRefusal, Status, StatusFilter, Swept, Task, TaskRead, Timestamp, UnknownName,
     Verdict, Via,
 };
+pub use present::EventDoc;

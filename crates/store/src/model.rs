@@ -11,7 +11,6 @@ mod vocab;
 
 use std::net::IpAddr;
 
-use serde::Serialize;
 use serde_json::Value;
 
 pub use egress::{BottleRef, DenyReason, EgressDecision};
@@ -23,7 +22,7 @@ pub use operators::{
 pub use vocab::{EndReason, EventKind, Flag, Kind, Status, UnknownName};
 
 /// A registered bottle (one generation of a slug).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bottle {
     /// Generation id: a removed and re-added slug gets a new one.
     pub id: BottleId,
@@ -55,7 +54,7 @@ pub fn bottle_name(with_host: bool, host: &str, slug: &str) -> String {
 }
 
 /// An operator's decision on a proposal.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     /// The change granted (as proposed, or the operator's); `None` when rejected.
     pub change: Option<Value>,
@@ -71,14 +70,13 @@ pub struct Decision {
 }
 
 /// A proposal with its current state.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Proposal {
     pub id: ProposalId,
     /// The bottle's host.
     pub host: String,
     /// The bottle's slug.
     pub bottle: String,
-    #[serde(skip)]
     pub bottle_id: BottleId,
     pub kind: Kind,
     /// The normalised change, e.g. `{"host": "example.com", "port": 443}`.
@@ -190,7 +188,7 @@ impl StatusFilter {
 }
 
 /// A grant: a change in the bottle's policy made by approve or modify.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Grant {
     pub id: GrantId,
     /// The bottle's host.
@@ -212,7 +210,7 @@ pub struct Grant {
 }
 
 /// One audit event; `seq` orders them and is the change feed's cursor.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub seq: i64,
     pub at: Timestamp,
@@ -224,7 +222,6 @@ pub struct Event {
     /// The bottle's host (`None` for an event of no bottle).
     pub host: Option<String>,
     pub bottle: Option<String>,
-    #[serde(skip)]
     pub bottle_id: Option<BottleId>,
     pub proposal_id: Option<ProposalId>,
     pub grant_id: Option<GrantId>,

@@ -3,10 +3,10 @@
 use std::io::Write;
 
 use anyhow::Result;
-use supervise_store::Store;
+use supervise_store::{Event, Store};
 
 use super::{Ctx, print_json};
-use crate::json::{EventList, EventView};
+use crate::json::EventList;
 use crate::render::{self, Cell, Color, Table};
 
 pub async fn run(
@@ -20,7 +20,7 @@ pub async fn run(
     let events = store.audit_on(host, bottle).await?;
     if json {
         let doc = EventList {
-            events: events.iter().map(EventView::from).collect(),
+            events: events.iter().map(Event::document).collect(),
         };
         return print_json(out, &doc);
     }
@@ -36,7 +36,7 @@ pub async fn run(
     for e in &events {
         let change = match (&e.kind, &e.change) {
             (Some(kind), Some(change)) => {
-                format!("{kind} {}", render::change_text(kind.as_str(), change))
+                format!("{kind} {}", render::change_text(*kind, change))
             }
             _ => "-".into(),
         };

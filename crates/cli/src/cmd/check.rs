@@ -8,7 +8,8 @@ use std::net::IpAddr;
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
-use supervise_store::{BottleRef, EgressDecision, GrantId, ProposalId, Store, Timestamp};
+use supervise_store::present::address;
+use supervise_store::{BottleRef, EgressDecision, GrantId, Kind, ProposalId, Store, Timestamp};
 
 use super::{Ctx, print_json};
 use crate::exit::NotAllowed;
@@ -92,13 +93,6 @@ pub async fn egress(
         .egress_decision(who, &target.host, target.port)
         .await?;
     let allowed = decision.is_allowed();
-    let dest = |host: &str, port: u16| {
-        if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        }
-    };
     match decision {
         EgressDecision::Allowed {
             bottle,
@@ -131,9 +125,9 @@ pub async fn egress(
                     out,
                     "allowed: bottle {} may reach {} by grant {} ({}), {until}",
                     render::one_line(&bottle.slug),
-                    dest(&host, port),
+                    address(&host, port),
                     ctx.style.paint(Color::Cyan, &grant.id),
-                    render::change_text("egress", &grant.change),
+                    render::change_text(Kind::Egress, &grant.change),
                 )?;
                 out.flush()?;
             }
@@ -170,7 +164,7 @@ pub async fn egress(
                 };
                 let mut line = format!(
                     "not allowed: {whom} may not reach {}: {reason}",
-                    render::one_line(&dest(&host, port))
+                    render::one_line(&address(&host, port))
                 );
                 if let Some(id) = &proposal_id {
                     line.push_str(&format!(

@@ -76,11 +76,11 @@ pub async fn one(
 fn confirmation(ctx: &Ctx, p: &Proposal, grant_for: Option<Duration>) -> String {
     let s = ctx.style;
     let kind = p.kind.as_str();
-    let mut what = render::change_text(kind, &p.change);
+    let mut what = render::change_text(p.kind, &p.change);
     if let Some(granted) = p.decision.as_ref().and_then(|d| d.change.as_ref())
         && granted != &p.change
     {
-        what = format!("{what} -> {}", render::change_text(kind, granted));
+        what = format!("{what} -> {}", render::change_text(p.kind, granted));
     }
     let mut line = format!(
         "{} {} ({}: {kind} {what})",
@@ -148,7 +148,7 @@ pub async fn bulk(
             "{}: {} {}",
             render::one_line(&p.bottle),
             kind,
-            render::change_text(kind.as_str(), &p.change)
+            render::change_text(kind, &p.change)
         );
         // `observed` says who filed it (the proxy), not that the change is risky.
         let risky = p.flags.iter().any(|f| *f != Flag::Observed);

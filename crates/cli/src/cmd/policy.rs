@@ -62,7 +62,7 @@ fn grant_cells(g: &Grant) -> Vec<Cell> {
     vec![
         Cell::colored(g.id.as_str(), Color::Cyan),
         Cell::new(g.kind.as_str()),
-        Cell::new(render::change_text(g.kind.as_str(), &g.change)),
+        Cell::new(render::change_text(g.kind, &g.change)),
         Cell::new(render::one_line(&g.granted_by)),
         Cell::new(render::age(&g.created_at)),
         left,
@@ -135,7 +135,7 @@ pub async fn revoke(ctx: &Ctx, store: &Store, grant_id: &str, out: &mut dyn Writ
         ctx.style.paint(Color::Cyan, &g.id),
         render::one_line(&g.bottle),
         g.kind,
-        render::change_text(g.kind.as_str(), &g.change)
+        render::change_text(g.kind, &g.change)
     )?;
     out.flush()?;
     Ok(())

@@ -96,16 +96,13 @@ pub fn table(ctx: &Ctx, proposals: &[Proposal], args: &ListArgs, ids: &ShortIds)
 
 /// The change in one line; for a modified decision, `proposed -> granted`.
 pub fn change_cell(p: &Proposal) -> String {
-    let proposed = render::change_text(p.kind.as_str(), &p.change);
+    let proposed = render::change_text(p.kind, &p.change);
     match (
         &p.status,
         p.decision.as_ref().and_then(|d| d.change.as_ref()),
     ) {
         (Status::Modified, Some(granted)) => {
-            format!(
-                "{proposed} -> {}",
-                render::change_text(p.kind.as_str(), granted)
-            )
+            format!("{proposed} -> {}", render::change_text(p.kind, granted))
         }
         _ => proposed,
     }

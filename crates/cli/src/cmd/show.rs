@@ -8,7 +8,7 @@ use supervise_store::change::describe_push;
 use supervise_store::{Event, EventKind, Proposal, Status, Store};
 
 use super::{Ctx, print_json};
-use crate::json::{EventView, ProposalDetail, ProposalView};
+use crate::json::{ProposalDetail, ProposalView};
 use crate::render::{self, Color};
 
 const INDENT: &str = "  ";
@@ -24,7 +24,7 @@ pub async fn run(
     if json {
         let doc = ProposalDetail {
             proposal: ProposalView::from(&p),
-            events: events.iter().map(EventView::from).collect(),
+            events: events.iter().map(Event::document).collect(),
         };
         return print_json(out, &doc);
     }
@@ -47,7 +47,7 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
         format!(
             "{}{}",
             label("change"),
-            render::change_text(kind, &p.change)
+            render::change_text(p.kind, &p.change)
         ),
         format!("{}{}", label("status"), status_text(ctx, p)),
         format!("{}{}", label("hits"), p.hits),
@@ -76,7 +76,7 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
                 "{INDENT}{} {}  {}",
                 s.paint(Color::Red, "!"),
                 s.paint(Color::Red, &format!("{f:<width$}")),
-                render::flag_meaning(f.as_str())
+                f.meaning()
             ));
         }
     }
@@ -100,7 +100,7 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
                 lines.push(format!(
                     "{INDENT}{:<12}{}",
                     "granted",
-                    render::change_text(kind, granted)
+                    render::change_text(p.kind, granted)
                 ));
             }
             if let Some(note) = &d.note {
@@ -158,7 +158,7 @@ fn event_text(e: &Event, actor_width: usize) -> String {
         parts.push(format!("via {via}"));
     }
     if let (Some(kind), Some(change)) = (&e.kind, &e.change) {
-        parts.push(render::change_text(kind.as_str(), change));
+        parts.push(render::change_text(*kind, change));
     }
     if let Some(grant) = &e.grant_id {
         parts.push(format!("grant {grant}"));

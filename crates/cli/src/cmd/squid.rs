@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use supervise_store::present::address;
 use supervise_store::{
     BottleRef, DenyReason, EgressDecision, GrantId, Proposed, Store, StoreError, StoreOptions,
 };
@@ -206,11 +207,7 @@ impl Helper {
                 reason,
                 proposal_id,
             } => {
-                let dest = if host.contains(':') {
-                    format!("[{host}]:{port}")
-                } else {
-                    format!("{host}:{port}")
-                };
+                let dest = address(&host, port);
                 let mut why = match (&reason, &bottle) {
                     (DenyReason::UnknownBottle, _) => {
                         format!("no bottle is registered at {}", l.src)

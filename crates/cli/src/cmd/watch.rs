@@ -10,7 +10,6 @@ use supervise_store::{Event, EventKind, Store, change};
 
 use super::{Ctx, print_json_line, queue};
 use crate::cli::ListArgs;
-use crate::json::EventView;
 use crate::render::{self, Color, Style};
 
 /// How often the event feed is read.
@@ -52,7 +51,7 @@ pub async fn run(ctx: &Ctx, store: &Store, args: &ListArgs, out: &mut dyn Write)
                     continue;
                 }
                 if args.json {
-                    print_json_line(out, &EventView::from(e))?;
+                    print_json_line(out, &e.document())?;
                 } else {
                     let e = with_change(store, e).await;
                     writeln!(out, "{}", event_line(ctx.style, &e))?;
@@ -85,11 +84,11 @@ async fn with_change(store: &Store, e: &Event) -> Event {
 /// `+` a proposal entered the queue, `-` one left it (decided, expired, withdrawn),
 /// `~` anything else (repeats, deliveries, grants, bottles).
 pub fn event_line(s: Style, e: &Event) -> String {
-    let (marker, color) = match e.event.as_str() {
-        "proposed" => ("+", Color::Yellow),
-        "approved" | "modified" => ("-", Color::Green),
-        "rejected" => ("-", Color::Red),
-        "expired" | "withdrawn" => ("-", Color::Dim),
+    let (marker, color) = match e.event {
+        EventKind::Proposed => ("+", Color::Yellow),
+        EventKind::Approved | EventKind::Modified => ("-", Color::Green),
+        EventKind::Rejected => ("-", Color::Red),
+        EventKind::Expired | EventKind::Withdrawn => ("-", Color::Dim),
         _ => ("~", Color::Dim),
     };
     let time = e.at.get(11..19).unwrap_or(&e.at);
@@ -109,7 +108,7 @@ pub fn event_line(s: Style, e: &Event) -> String {
     if let (Some(kind), Some(change_value)) = (&e.kind, &e.change) {
         parts.push(format!(
             "{kind} {}",
-            render::change_text(kind.as_str(), change_value)
+            render::change_text(*kind, change_value)
         ));
         if e.event == EventKind::Proposed {
             let flags = change::flags(*kind, change_value);

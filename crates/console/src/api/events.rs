@@ -15,12 +15,12 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Json, Response};
 use futures_util::stream;
 use serde::Deserialize;
-use supervise_store::{Actor, Event};
+use supervise_store::{Actor, Event, EventDoc};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use utoipa::IntoParams;
 
-use super::model::{ErrorDoc, EventDoc};
+use super::model::{ErrorDoc, EventSchema};
 use super::{ApiError, bad_query};
 use crate::app::App;
 use crate::auth::ApiUser;
@@ -46,7 +46,7 @@ pub(crate) struct EventsQuery {
 /// The change feed as JSON; with `Accept: text/event-stream`, as a live stream.
 #[utoipa::path(get, path = "/api/v1/events", params(EventsQuery), tag = "events",
     responses(
-        (status = 200, description = "events after SEQ, oldest first", body = Vec<EventDoc>),
+        (status = 200, description = "events after SEQ, oldest first", body = Vec<EventSchema>),
         (status = 400, body = ErrorDoc), (status = 401, body = ErrorDoc),
     ))]
 pub(crate) async fn events(
@@ -101,7 +101,7 @@ async fn backlog(
         for event in &page {
             pos = event.seq;
             if shows(actor, host, event) {
-                docs.push(EventDoc::from(event));
+                docs.push(document(app, event));
                 if docs.len() == JSON_LIMIT as usize {
                     return Ok(docs);
                 }
@@ -113,8 +113,13 @@ async fn backlog(
     }
 }
 
-fn sse(event: &Event) -> SseEvent {
-    let data = serde_json::to_string(&EventDoc::from(event)).unwrap_or_else(|_| "{}".into());
+/// The event's one document (the store's), linking its proposal's page here.
+pub(super) fn document(app: &App, event: &Event) -> EventDoc {
+    event.document().with_console(app.public_url())
+}
+
+fn sse(app: &App, event: &Event) -> SseEvent {
+    let data = serde_json::to_string(&document(app, event)).unwrap_or_else(|_| "{}".into());
     SseEvent::default()
         .id(event.seq.to_string())
         .event(event.event.as_str())
@@ -140,7 +145,7 @@ async fn catch_up(
         let full = page.len() == PAGE as usize;
         for event in &page {
             pos = event.seq;
-            if shows(actor, host, event) && tx.send(sse(event)).await.is_err() {
+            if shows(actor, host, event) && tx.send(sse(app, event)).await.is_err() {
                 return None;
             }
         }
@@ -176,7 +181,7 @@ fn stream_from(app: App, user: ApiUser, host: Option<String>, after: i64) -> Res
                     Ok(event) if event.seq <= pos => {}
                     Ok(event) => {
                         pos = event.seq;
-                        if shows(&user.actor, host, &event) && tx.send(sse(&event)).await.is_err() {
+                        if shows(&user.actor, host, &event) && tx.send(sse(&app, &event)).await.is_err() {
                             return;
                         }
                     }

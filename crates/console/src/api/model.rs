@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use supervise_store::{Decision, Event, Grant, Proposal};
+use supervise_store::{Decision, EventDoc, Grant, Proposal};
 use utoipa::ToSchema;
 
 /// A proposal with its current state.
@@ -55,9 +55,14 @@ pub(crate) struct DecisionDoc {
     pub grant_expires_at: Option<String>,
 }
 
-/// One audit event; `seq` is the change feed's cursor.
-#[derive(Serialize, ToSchema)]
-pub(crate) struct EventDoc {
+/// One audit event as the OpenAPI document describes it: a declaration only, for the
+/// schema. The bytes served are the store's one event document ([`supervise_store::EventDoc`]),
+/// and a test holds this declaration to exactly its fields.
+#[derive(ToSchema)]
+#[schema(as = EventDoc)]
+#[allow(dead_code)]
+pub(crate) struct EventSchema {
+    /// The change feed's cursor.
     pub seq: i64,
     #[schema(format = DateTime)]
     pub at: String,
@@ -65,6 +70,7 @@ pub(crate) struct EventDoc {
     pub event: String,
     /// `bottle:SLUG`, `operator:NAME` or `system`.
     pub actor: String,
+    /// `cli`, `console` or `gate` for an operator's event; null otherwise.
     pub via: Option<String>,
     /// The bottle's host; null for an event of no bottle.
     pub host: Option<String>,
@@ -76,6 +82,9 @@ pub(crate) struct EventDoc {
     #[schema(value_type = Option<Object>)]
     pub change: Option<Value>,
     pub note: Option<String>,
+    /// The proposal's page in this console; absent for an event of no proposal.
+    #[schema(nullable = false)]
+    pub url: Option<String>,
 }
 
 /// A grant in force.
@@ -111,6 +120,7 @@ pub(crate) struct ProposalList {
 #[derive(Serialize, ToSchema)]
 pub(crate) struct ProposalDetail {
     pub proposal: ProposalDoc,
+    #[schema(value_type = Vec<EventSchema>)]
     pub history: Vec<EventDoc>,
 }
 
@@ -184,25 +194,6 @@ impl From<&Proposal> for ProposalDoc {
             expires_at: p.expires_at.as_ref().map(text),
             decision: p.decision.as_ref().map(DecisionDoc::from),
             archived_at: p.archived_at.as_ref().map(text),
-        }
-    }
-}
-
-impl From<&Event> for EventDoc {
-    fn from(e: &Event) -> EventDoc {
-        EventDoc {
-            seq: e.seq,
-            at: text(&e.at),
-            event: text(&e.event),
-            actor: e.actor.clone(),
-            via: e.via.map(|v| v.to_string()),
-            host: e.host.clone(),
-            bottle: e.bottle.clone(),
-            proposal_id: e.proposal_id.as_ref().map(text),
-            grant_id: e.grant_id.as_ref().map(text),
-            kind: e.kind.map(|k| k.to_string()),
-            change: e.change.clone(),
-            note: e.note.clone(),
         }
     }
 }

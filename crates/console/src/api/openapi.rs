@@ -6,8 +6,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::model::{
-    DecideBody, DecisionDoc, ErrorDoc, EventDoc, GrantDoc, GrantList, ProposalDetail, ProposalDoc,
-    ProposalList,
+    DecideBody, DecisionDoc, ErrorDoc, EventSchema, GrantDoc, GrantList, ProposalDetail,
+    ProposalDoc, ProposalList,
 };
 use super::{events, grants, proposals};
 
@@ -25,7 +25,7 @@ use super::{events, grants, proposals};
         proposals::reject, grants::list, grants::revoke, events::events
     ),
     components(schemas(
-        ProposalDoc, DecisionDoc, EventDoc, GrantDoc, ProposalList, ProposalDetail, GrantList,
+        ProposalDoc, DecisionDoc, EventSchema, GrantDoc, ProposalList, ProposalDetail, GrantList,
         DecideBody, ErrorDoc
     )),
     modifiers(&BearerAuth),

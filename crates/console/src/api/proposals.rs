@@ -10,7 +10,7 @@ use serde::Deserialize;
 use supervise_store::{StatusFilter, StoreError, Verdict, clock};
 use utoipa::IntoParams;
 
-use super::model::{DecideBody, ErrorDoc, EventDoc, ProposalDetail, ProposalDoc, ProposalList};
+use super::model::{DecideBody, ErrorDoc, ProposalDetail, ProposalDoc, ProposalList};
 use super::{ApiError, bad_query};
 use crate::app::App;
 use crate::auth::ApiUser;
@@ -75,7 +75,10 @@ pub(crate) async fn show(
     match app.store().show(&id).await {
         Ok((p, events)) if user.actor.sees(&p.bottle) => Ok(Json(ProposalDetail {
             proposal: ProposalDoc::from(&p),
-            history: events.iter().map(EventDoc::from).collect(),
+            history: events
+                .iter()
+                .map(|e| super::events::document(&app, e))
+                .collect(),
         })),
         Ok(_) | Err(StoreError::ProposalNotFound(_)) => Err(not_found()),
         // A prefix shared with a proposal out of scope says nothing about it.

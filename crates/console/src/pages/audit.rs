@@ -136,7 +136,7 @@ pub(crate) async fn page(
         .filter(|e| until.is_none_or(|t| e.at.to_time() <= t))
         .collect();
     if q.format == "jsonl" {
-        return Ok(jsonl(&matching));
+        return Ok(jsonl(&app, &matching));
     }
     let total = matching.len();
     let with_host = model::hosts_differ(matching.iter().filter_map(|e| e.host.as_deref()));
@@ -215,11 +215,13 @@ fn percent(text: &str) -> String {
     out
 }
 
-/// One JSON document per line, oldest first, as a download.
-fn jsonl(events: &[&Event]) -> Response {
+/// One JSON document per line (the store's event document, linking each proposal's page
+/// here), oldest first, as a download.
+fn jsonl(app: &App, events: &[&Event]) -> Response {
     let mut body = String::new();
     for e in events {
-        if let Ok(line) = serde_json::to_string(e) {
+        let doc = e.document().with_console(app.public_url());
+        if let Ok(line) = serde_json::to_string(&doc) {
             body.push_str(&line);
             body.push('\n');
         }

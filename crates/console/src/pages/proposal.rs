@@ -80,11 +80,7 @@ impl ProposalView {
             pending: p.status == Status::Pending,
             change: view::change_text(p.kind, &p.change),
             fields: view::editable_fields(p.kind, &p.change),
-            flags: p
-                .flags
-                .iter()
-                .map(|f| (f.as_str(), view::flag_meaning(*f)))
-                .collect(),
+            flags: p.flags.iter().map(|f| (f.as_str(), f.meaning())).collect(),
             hits: p.hits,
             created_at: p.created_at.to_string(),
             age: view::age(&p.created_at),

@@ -37,11 +37,7 @@ impl Row {
             bottle: view::bottle_name(with_host, &p.host, &p.bottle),
             kind: p.kind.as_str(),
             change: view::change_text(p.kind, &p.change),
-            flags: p
-                .flags
-                .iter()
-                .map(|f| (f.as_str(), view::flag_meaning(*f)))
-                .collect(),
+            flags: p.flags.iter().map(|f| (f.as_str(), f.meaning())).collect(),
             hits: p.hits,
             age: view::age(&p.created_at),
             time_left: match &p.expires_at {

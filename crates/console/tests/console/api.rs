@@ -308,3 +308,54 @@ async fn the_events_stream_delivers_a_decision_made_by_another_process() {
     .await;
     assert!(ended.is_ok(), "the stream ended with the console");
 }
+
+/// The events the API serves are the store's one event document, and the OpenAPI schema
+/// of an event lists exactly that document's fields: neither can drift from the other.
+#[tokio::test]
+async fn events_are_the_store_document_and_the_schema_lists_its_fields() {
+    let c = Console::start().await;
+    c.bottle("demo", "127.0.0.2").await;
+    let p = c.propose("demo", "pypi.org", 443, "packages").await;
+    c.operator("ops", Role::Viewer, &[]).await;
+    let token = c.token("ops").await;
+    let t = Some(token.as_str());
+    let mut fields = supervise_store::EventDoc::FIELDS.to_vec();
+    fields.sort_unstable();
+
+    let (s, doc) = api(&c, Method::GET, "/openapi.json", None, None).await;
+    assert_eq!(s, 200);
+    let schema = &doc["components"]["schemas"]["EventDoc"];
+    let mut listed: Vec<&str> = schema["properties"]
+        .as_object()
+        .expect("EventDoc has properties")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    listed.sort_unstable();
+    assert_eq!(listed, fields, "the schema lists the document's fields");
+
+    let (s, events) = api(&c, Method::GET, "/events?after=0", t, None).await;
+    assert_eq!(s, 200);
+    let proposed = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "proposed")
+        .expect("the proposal's event");
+    let mut served: Vec<&str> = proposed
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    served.sort_unstable();
+    assert_eq!(served, fields, "{proposed}");
+    assert_eq!(
+        proposed["url"],
+        format!("{}/proposals/{}", c.url, p.id),
+        "the proposal's page in this console"
+    );
+    let (_, trail) = c.store.show(&p.id).await.unwrap();
+    let want = trail[0].document().with_console(&c.url);
+    assert_eq!(proposed, &serde_json::to_value(want).unwrap());
+}

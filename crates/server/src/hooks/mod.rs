@@ -40,6 +40,9 @@ pub(crate) struct HookConfig {
     pub(crate) timeout: Duration,
     /// Hooks running at once (at most one per lane); further events wait in their lane.
     pub(crate) concurrency: usize,
+    /// The console's public URL (`SUPERVISE_CONSOLE_URL`): each document then carries its
+    /// proposal's page as `url`.
+    pub(crate) console_url: Option<String>,
 }
 
 impl HookConfig {
@@ -49,6 +52,7 @@ impl HookConfig {
             command: command.into(),
             timeout: Duration::from_secs(10),
             concurrency: 4,
+            console_url: None,
         }
     }
 }
@@ -334,6 +338,7 @@ mod tests {
             out.display()
         ));
         config.concurrency = 1; // keep the file's lines in event order
+        config.console_url = Some("https://console.internal:8443/".into());
         let (stop, runner) = start_runner(&store, config).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
 
@@ -361,8 +366,25 @@ mod tests {
         assert_eq!(doc["note"], "no");
         assert_eq!(doc["kind"], "egress");
         assert_eq!(doc["via"], "cli");
+        assert_eq!(
+            doc["url"],
+            format!("https://console.internal:8443/proposals/{id}")
+        );
         let proposed: serde_json::Value = serde_json::from_str(fields[0][2]).unwrap();
         assert!(proposed["via"].is_null(), "{proposed}");
+        let mut keys: Vec<&str> = proposed
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        let mut fields = supervise_store::EventDoc::FIELDS.to_vec();
+        keys.sort_unstable();
+        fields.sort_unstable();
+        assert_eq!(
+            keys, fields,
+            "the hook reads the store's one event document"
+        );
         stop.start();
         runner.await.unwrap();
     }
@@ -379,6 +401,7 @@ mod tests {
             ),
             timeout: Duration::from_millis(300),
             concurrency: 2,
+            console_url: None,
         };
         let (stop, runner) = start_runner(&store, config).await;
         tokio::time::sleep(Duration::from_millis(100)).await;

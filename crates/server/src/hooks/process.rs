@@ -4,33 +4,25 @@
 
 use std::process::Stdio;
 
-use serde_json::json;
 use supervise_store::Event;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use super::HookConfig;
 
-/// The JSON document a hook reads on stdin (SPEC "Events").
-fn event_document(ev: &Event) -> serde_json::Value {
-    json!({
-        "event": ev.event,
-        "at": ev.at,
-        "actor": ev.actor,
-        "host": ev.host,
-        "bottle": ev.bottle,
-        "proposal_id": ev.proposal_id,
-        "grant_id": ev.grant_id,
-        "kind": ev.kind,
-        "change": ev.change,
-        "note": ev.note,
-        "via": ev.via,
-        "seq": ev.seq,
-    })
+/// The JSON document a hook reads on stdin: the event's one document (SPEC "Events"), with
+/// the proposal's console page when a console URL is configured.
+fn event_document(config: &HookConfig, ev: &Event) -> String {
+    let doc = ev.document();
+    let doc = match &config.console_url {
+        Some(url) => doc.with_console(url),
+        None => doc,
+    };
+    serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into())
 }
 
 pub(super) async fn run_one(config: &HookConfig, ev: &Event) {
-    let doc = event_document(ev).to_string();
+    let doc = event_document(config, ev);
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(&config.command)

@@ -81,6 +81,6 @@ async fn call_parsed(
                 .map_err(ErrorObject::internal);
         }
     };
-    tracing::debug!(tool = ?escape_untrusted(name), status = answer.status.unwrap_or("list"), "tool answered");
+    tracing::debug!(tool = ?escape_untrusted(name), status = answer.status.map_or("list", crate::answer::AnswerStatus::as_str), "tool answered");
     Ok(answer.into_result_value(ctx.version))
 }

@@ -136,7 +136,11 @@ mod tests {
                     Some(Err(a)) => a,
                     other => panic!("{tool} {args}: expected a refusal, got {other:?}"),
                 };
-                assert_eq!(refused.status, Some("refused"), "{tool} {args}");
+                assert_eq!(
+                    refused.status,
+                    Some(answer::AnswerStatus::Refused),
+                    "{tool} {args}"
+                );
                 let field = refused.structured["field"].as_str().unwrap_or("");
                 assert!(
                     field == "proposal_id" || field == "extra",

@@ -4,6 +4,8 @@
 use serde_json::{Value, json};
 use supervise_protocol::{Tool, ToolAnnotations};
 
+use crate::answer::AnswerStatus;
+
 /// A tool definition with its output schema and annotations.
 pub(crate) fn tool(
     name: &str,
@@ -33,7 +35,7 @@ pub(crate) fn proposal_output_schema() -> Value {
             "proposal_id": { "type": "string" },
             "status": {
                 "type": "string",
-                "enum": ["pending", "approved", "modified", "rejected", "expired", "withdrawn", "unknown", "refused"]
+                "enum": AnswerStatus::ALL.map(AnswerStatus::as_str)
             },
             "kind": { "type": "string", "enum": ["egress", "git-push"] },
             "proposal": { "type": "object", "description": "The change as proposed, with its justification." },

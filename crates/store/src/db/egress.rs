@@ -27,6 +27,7 @@ use crate::model::{
     Bottle, BottleRef, DenyReason, EgressDecision, EventKind, Flag, Grant, Kind, NewProposal,
     Proposed, Timestamp,
 };
+use crate::present::address;
 
 /// At most one `grant-used` event per grant in this interval.
 pub const GRANT_USE_EVERY: Duration = Duration::from_secs(60);
@@ -133,7 +134,7 @@ impl Store {
         }
         let actor = actor_bottle(&bottle.slug);
         let change = grant.change.to_string();
-        let note = format!("{}:{port}", host_text(host));
+        let note = address(host, port);
         record(
             w.conn(),
             &now,
@@ -169,9 +170,9 @@ impl Store {
             kind: Kind::Egress,
             change: json!({ "host": host, "port": port }),
             justification: format!(
-                "observed: the egress proxy refused a connection from this bottle to {}:{port} \
+                "observed: the egress proxy refused a connection from this bottle to {} \
                  (no grant in force); filed by the proxy's helper, not by the agent",
-                host_text(host)
+                address(host, port)
             ),
         })?;
         if change::flags(Kind::Egress, &p.change)
@@ -209,15 +210,6 @@ fn destination(host: &str, port: u16) -> Result<String, String> {
         return Err("a destination is one host, not a wildcard".into());
     }
     Ok(host)
-}
-
-/// IPv6 destinations in brackets, so `HOST:PORT` reads unambiguously.
-fn host_text(host: &str) -> String {
-    if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host.to_string()
-    }
 }
 
 /// Whether a granted (or proposed) host covers the destination `host`: equal, or `*.domain`
@@ -314,6 +306,5 @@ mod tests {
         assert!(destination("*.example.test", 443).is_err());
         assert!(destination("a.test", 0).is_err());
         assert!(destination("a b", 443).is_err());
-        assert_eq!(host_text("::1"), "[::1]");
     }
 }

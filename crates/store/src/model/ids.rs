@@ -29,10 +29,7 @@ pub struct ProposalId(String);
 pub struct GrantId(String);
 
 /// A bottle generation's id: a removed and re-added slug gets a new one.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BottleId(i64);
 
 impl BottleId {

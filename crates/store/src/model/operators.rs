@@ -5,8 +5,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::Serialize;
-
 use super::Timestamp;
 use super::vocab::{UnknownName, vocabulary};
 
@@ -99,7 +97,7 @@ impl Actor {
 }
 
 /// A console operator, as listed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Operator {
     pub name: String,
     pub role: Role,

@@ -613,7 +613,7 @@ async fn via_is_recorded_on_decisions_and_events_and_operator_events_are_in_the_
         ("operator:root", Some(Via::Cli), Some("alice"))
     );
     assert_eq!(of(EventKind::BottleAdded).via, Some(Via::Cli));
-    let json = serde_json::to_value(rejected).unwrap();
+    let json = serde_json::to_value(rejected.document()).unwrap();
     assert_eq!(json["via"], "console");
 
     // The columns as stored, and the audit_log view carries via.
