@@ -209,8 +209,8 @@ async fn dispatch(
                 .await
             }
         },
-        Command::Bottle(BottleCommand::List { json }) => {
-            cmd::bottle::list(ctx, store, json, out).await
+        Command::Bottle(BottleCommand::List { host, json }) => {
+            cmd::bottle::list(ctx, store, host.as_deref(), json, out).await
         }
         Command::Bottle(BottleCommand::Rm { slug }) => {
             cmd::bottle::remove(ctx, store, &slug, out).await
@@ -241,8 +241,11 @@ async fn dispatch(
             unreachable!("handled before the database is opened")
         }
         Command::Policy {
-            slug: None, json, ..
-        } => cmd::policy::all(ctx, store, json, out).await,
+            slug: None,
+            host,
+            json,
+            ..
+        } => cmd::policy::all(ctx, store, host.as_deref(), json, out).await,
         Command::Policy {
             slug: Some(slug),
             json,

@@ -1,6 +1,7 @@
-//! `supervise check egress (--bottle SLUG | --ip IP) HOST[:PORT]`: the store's one egress
+//! `supervise check egress (--bottle NAME | --ip IP) HOST[:PORT]`: the store's one egress
 //! decision, asked by hand: exit 0 allowed (the grant and when it ends), 1 not (why, and the
-//! undecided proposal asking for it), 2 usage.
+//! undecided proposal asking for it), 2 usage. `--bottle` takes `SLUG` (the bottle of
+//! whichever host has it) or `HOST/SLUG`; `--ip` is an address of the CLI's `--host-id`.
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -10,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use supervise_store::{BottleRef, EgressDecision, GrantId, ProposalId, Store, Timestamp};
 
-use super::{Ctx, print_json};
+use super::{Ctx, bottle_name, print_json};
 use crate::exit::NotAllowed;
 use crate::render::{self, Color};
 
@@ -92,6 +93,14 @@ pub async fn egress(
         .egress_decision(who, &target.host, target.port)
         .await?;
     let allowed = decision.is_allowed();
+    let name = match &decision {
+        EgressDecision::Allowed { bottle, .. }
+        | EgressDecision::Denied {
+            bottle: Some(bottle),
+            ..
+        } => Some(bottle_name(store, &bottle.host, &bottle.slug).await?),
+        EgressDecision::Denied { bottle: None, .. } => None,
+    };
     let dest = |host: &str, port: u16| {
         if host.contains(':') {
             format!("[{host}]:{port}")
@@ -101,17 +110,15 @@ pub async fn egress(
     };
     match decision {
         EgressDecision::Allowed {
-            bottle,
-            host,
-            port,
-            grant,
+            host, port, grant, ..
         } => {
+            let name = name.unwrap_or_default();
             if json {
                 print_json(
                     out,
                     &CheckView {
                         allowed,
-                        bottle: Some(bottle.slug),
+                        bottle: Some(name.clone()),
                         host,
                         port,
                         grant_id: Some(grant.id),
@@ -129,8 +136,7 @@ pub async fn egress(
                 };
                 writeln!(
                     out,
-                    "allowed: bottle {} may reach {} by grant {} ({}), {until}",
-                    render::one_line(&bottle.slug),
+                    "allowed: bottle {name} may reach {} by grant {} ({}), {until}",
                     dest(&host, port),
                     ctx.style.paint(Color::Cyan, &grant.id),
                     render::change_text("egress", &grant.change),
@@ -140,19 +146,18 @@ pub async fn egress(
             Ok(())
         }
         EgressDecision::Denied {
-            bottle,
             host,
             port,
             reason,
             proposal_id,
+            ..
         } => {
-            let slug = bottle.map(|b| b.slug);
             if json {
                 print_json(
                     out,
                     &CheckView {
                         allowed,
-                        bottle: slug,
+                        bottle: name.clone(),
                         host,
                         port,
                         grant_id: None,
@@ -164,8 +169,8 @@ pub async fn egress(
                     },
                 )?;
             } else {
-                let whom = match &slug {
-                    Some(s) => format!("bottle {}", render::one_line(s)),
+                let whom = match &name {
+                    Some(n) => format!("bottle {n}"),
                     None => who.to_string(),
                 };
                 let mut line = format!(
