@@ -2,6 +2,7 @@
 //! of a bottle whose change matches a glob. Each decision prints one confirming line.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::io::Write;
 use std::time::Duration;
 
@@ -150,8 +151,8 @@ pub async fn bulk(
     let mut names: HashMap<(&str, &str), String> = HashMap::new();
     for p in &matching {
         let key = (p.host.as_str(), p.bottle.as_str());
-        if !names.contains_key(&key) {
-            names.insert(key, bottle_name(store, key.0, key.1).await?);
+        if let Entry::Vacant(slot) = names.entry(key) {
+            slot.insert(bottle_name(store, key.0, key.1).await?);
         }
         let name = &names[&key];
         let what = format!(

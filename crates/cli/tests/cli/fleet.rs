@@ -121,6 +121,28 @@ fn fleet_commands_span_hosts_and_name_host_slug(db: &Path) {
         "{r:?}"
     );
 
+    // A bulk decision by slug names each bottle it decided with its host.
+    propose(&rt, db, "host-a", "demo", "a.example");
+    propose(&rt, db, "host-b", "demo", "b.example");
+    let r = op(&[
+        "reject",
+        "--bottle",
+        "demo",
+        "--kind",
+        "egress",
+        "--match",
+        "*.example",
+    ]);
+    r.assert_ok();
+    assert!(
+        r.stdout.contains("(host-a/demo: egress a.example:443)"),
+        "{r:?}"
+    );
+    assert!(
+        r.stdout.contains("(host-b/demo: egress b.example:443)"),
+        "{r:?}"
+    );
+
     // `policy --all` spans hosts; `policy NAME` takes HOST/SLUG, or a slug one host has.
     let r = op(&["policy", "--all"]);
     r.assert_ok();
