@@ -217,7 +217,7 @@ impl Store {
         Ok(bottle)
     }
 
-    /// This host's live bottles, by slug.
+    /// This host's live bottles, by slug (the console's bottles page).
     pub async fn list_bottles(&self) -> StoreResult<Vec<Bottle>> {
         let rows: Vec<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{BOTTLE_COLUMNS} WHERE host = $1 AND removed_at IS NULL ORDER BY slug"

@@ -4,7 +4,8 @@
 //! bottle's name is `SLUG` when one host has it, else `HOST/SLUG`.
 
 use supervise_store::{
-    Actor, BottleRef, EgressDecision, EventKind, Role, Store, StoreError, StoreOptions, Verdict,
+    Actor, BottleRef, EgressDecision, EventKind, ProposalLimits, Role, Store, StoreError,
+    StoreOptions, Verdict,
 };
 
 use crate::common::{TestDb, bottle, created, egress};
@@ -182,3 +183,40 @@ async fn an_operator_names_any_hosts_bottle_from_any_host(db: TestDb) {
 }
 
 on_both!(an_operator_names_any_hosts_bottle_from_any_host);
+
+async fn a_scoped_prefix_is_resolved_past_many_proposals_of_other_bottles(db: TestDb) {
+    let store = db
+        .open_limits(ProposalLimits {
+            max_pending_per_bottle: None,
+            ..ProposalLimits::default()
+        })
+        .await;
+    let a = bottle(&store, "team-a-x", "127.0.0.2").await;
+    let b = bottle(&store, "team-b-x", "127.0.0.3").await;
+    // More of team-b's proposals than one page of the lookup, then amy's, last in id order.
+    let filed = store
+        .propose_many(
+            (0..300)
+                .map(|i| egress(&b, &format!("h{i}.example")))
+                .collect(),
+        )
+        .await
+        .unwrap();
+    let first: String = filed[0].as_ref().unwrap().proposal().id.clone().into();
+    let mine = created(&store, egress(&a, "a.example")).await;
+    let shared: String = first
+        .chars()
+        .zip(mine.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x)
+        .collect();
+    let amy = scoped("amy", Role::Viewer, &["team-a-*"]);
+    let (p, _) = store.show_for(&shared, &amy).await.unwrap();
+    assert_eq!(p.id, mine.as_str());
+    assert!(matches!(
+        store.show(&shared).await,
+        Err(StoreError::AmbiguousId(_))
+    ));
+}
+
+on_both!(a_scoped_prefix_is_resolved_past_many_proposals_of_other_bottles);
