@@ -40,9 +40,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH", conflicts_with = "db")]
     pub db_file: Option<PathBuf>,
 
-    /// This host's id, for the bottle commands (`bottle`, `policy`, `gate`, `squid-acl`):
-    /// bottles belong to a host [default: the hostname; on SQLite, the host the file
-    /// records]
+    /// This host's id, for the commands that act on this host's bottles (`bottle add`,
+    /// `bottle rm`, `gate`, `squid-acl`, `check egress --ip`): bottles belong to a host
+    /// [default: the hostname; on SQLite, the host the file records]
     #[arg(long, global = true, env = "SUPERVISE_HOST_ID", value_name = "NAME")]
     pub host_id: Option<String>,
 
@@ -175,12 +175,20 @@ Examples:
   supervise policy demo --json | jq '.grants[] | {id, change, seconds_left, last_used_at}'
   supervise policy --all --json   # every bottle, with its address, for other proxies")]
     Policy {
-        /// The bottle's slug
-        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        /// The bottle: its slug, or HOST/SLUG when bottles of several hosts have the slug
+        #[arg(
+            required_unless_present = "all",
+            conflicts_with = "all",
+            value_name = "NAME"
+        )]
         slug: Option<String>,
-        /// Every live bottle with its address and grants in force
+        /// Every live bottle of every host (named HOST/SLUG when they span hosts) with its
+        /// address and grants in force
         #[arg(long)]
         all: bool,
+        /// With --all: only this host's bottles
+        #[arg(long, requires = "all", value_name = "NAME")]
+        host: Option<String>,
         /// Print one JSON document instead of text
         #[arg(long)]
         json: bool,
@@ -330,15 +338,16 @@ pub struct BulkArgs {
 pub enum CheckCommand {
     /// May the bottle reach HOST[:PORT] (default port 443) through the egress proxy now?
     Egress {
-        /// The bottle, by slug
+        /// The bottle: its slug, or HOST/SLUG when bottles of several hosts have the slug
         #[arg(
             long,
-            value_name = "SLUG",
+            value_name = "NAME",
             required_unless_present = "ip",
             conflicts_with = "ip"
         )]
         bottle: Option<String>,
-        /// The bottle, by the source address its connections come from
+        /// The bottle, by the source address its connections come from (a bottle of this
+        /// host, --host-id)
         #[arg(long, value_name = "IP")]
         ip: Option<std::net::IpAddr>,
         /// The destination: host, host:port, [ipv6]:port
@@ -360,8 +369,11 @@ pub enum BottleCommand {
         #[arg(long, value_name = "IP")]
         ip: std::net::IpAddr,
     },
-    /// List registered bottles
+    /// List registered bottles: every host's (named HOST/SLUG when they span hosts)
     List {
+        /// Only this host's bottles
+        #[arg(long, value_name = "NAME")]
+        host: Option<String>,
         /// Print one JSON document instead of a table
         #[arg(long)]
         json: bool,

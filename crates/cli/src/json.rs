@@ -135,6 +135,7 @@ pub struct GrantList {
 /// reach.
 #[derive(Debug, Serialize)]
 pub struct BottlePolicy {
+    pub host: String,
     pub slug: String,
     pub ip: String,
     pub grants: Vec<GrantView>,
@@ -148,6 +149,8 @@ pub struct PolicyAll {
 
 #[derive(Debug, Serialize)]
 pub struct BottleView {
+    /// The host the bottle belongs to (`--host-id` of its server).
+    pub host: String,
     pub slug: String,
     pub ip: String,
     pub created_at: Timestamp,
@@ -156,6 +159,7 @@ pub struct BottleView {
 impl From<&Bottle> for BottleView {
     fn from(b: &Bottle) -> Self {
         BottleView {
+            host: b.host.clone(),
             slug: b.slug.clone(),
             ip: b.ip.to_string(),
             created_at: b.created_at.clone(),

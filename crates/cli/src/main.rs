@@ -212,8 +212,8 @@ async fn dispatch(
                 .await
             }
         },
-        Command::Bottle(BottleCommand::List { json }) => {
-            cmd::bottle::list(ctx, store, json, out).await
+        Command::Bottle(BottleCommand::List { host, json }) => {
+            cmd::bottle::list(ctx, store, host.as_deref(), json, out).await
         }
         Command::Bottle(BottleCommand::Rm { slug }) => {
             cmd::bottle::remove(ctx, store, &slug, out).await
@@ -244,8 +244,11 @@ async fn dispatch(
             unreachable!("handled before the database is opened")
         }
         Command::Policy {
-            slug: None, json, ..
-        } => cmd::policy::all(ctx, store, json, out).await,
+            slug: None,
+            host,
+            json,
+            ..
+        } => cmd::policy::all(ctx, store, host.as_deref(), json, out).await,
         Command::Policy {
             slug: Some(slug),
             json,

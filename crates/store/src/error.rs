@@ -31,6 +31,9 @@ pub enum StoreError {
     /// No live bottle has this slug.
     #[error("no bottle named {0}")]
     BottleNotFound(String),
+    /// A bottle named by its slug alone when live bottles of several hosts have it.
+    #[error("bottles of several hosts are named {slug} ({hosts}); name one as HOST/SLUG")]
+    AmbiguousBottle { slug: String, hosts: String },
     /// A live bottle already has this slug.
     #[error("a bottle named {0} already exists")]
     BottleExists(String),

@@ -1,6 +1,7 @@
-//! `supervise check egress (--bottle SLUG | --ip IP) HOST[:PORT]`: the store's one egress
+//! `supervise check egress (--bottle NAME | --ip IP) HOST[:PORT]`: the store's one egress
 //! decision, asked by hand: exit 0 allowed (the grant and when it ends), 1 not (why, and the
-//! undecided proposal asking for it), 2 usage.
+//! undecided proposal asking for it), 2 usage. `--bottle` takes `SLUG` (the bottle of
+//! whichever host has it) or `HOST/SLUG`; `--ip` is an address of the CLI's `--host-id`.
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -11,7 +12,7 @@ use serde_json::Value;
 use supervise_store::present::address;
 use supervise_store::{BottleRef, EgressDecision, GrantId, Kind, ProposalId, Store, Timestamp};
 
-use super::{Ctx, print_json};
+use super::{Ctx, bottle_name, print_json};
 use crate::exit::NotAllowed;
 use crate::render::{self, Color};
 
@@ -93,19 +94,25 @@ pub async fn egress(
         .egress_decision(who, &target.host, target.port)
         .await?;
     let allowed = decision.is_allowed();
+    let name = match &decision {
+        EgressDecision::Allowed { bottle, .. }
+        | EgressDecision::Denied {
+            bottle: Some(bottle),
+            ..
+        } => Some(bottle_name(store, &bottle.host, &bottle.slug).await?),
+        EgressDecision::Denied { bottle: None, .. } => None,
+    };
     match decision {
         EgressDecision::Allowed {
-            bottle,
-            host,
-            port,
-            grant,
+            host, port, grant, ..
         } => {
+            let name = name.unwrap_or_default();
             if json {
                 print_json(
                     out,
                     &CheckView {
                         allowed,
-                        bottle: Some(bottle.slug),
+                        bottle: Some(name.clone()),
                         host,
                         port,
                         grant_id: Some(grant.id),
@@ -123,8 +130,7 @@ pub async fn egress(
                 };
                 writeln!(
                     out,
-                    "allowed: bottle {} may reach {} by grant {} ({}), {until}",
-                    render::one_line(&bottle.slug),
+                    "allowed: bottle {name} may reach {} by grant {} ({}), {until}",
                     address(&host, port),
                     ctx.style.paint(Color::Cyan, &grant.id),
                     render::change_text(Kind::Egress, &grant.change),
@@ -134,19 +140,18 @@ pub async fn egress(
             Ok(())
         }
         EgressDecision::Denied {
-            bottle,
             host,
             port,
             reason,
             proposal_id,
+            ..
         } => {
-            let slug = bottle.map(|b| b.slug);
             if json {
                 print_json(
                     out,
                     &CheckView {
                         allowed,
-                        bottle: slug,
+                        bottle: name.clone(),
                         host,
                         port,
                         grant_id: None,
@@ -158,8 +163,8 @@ pub async fn egress(
                     },
                 )?;
             } else {
-                let whom = match &slug {
-                    Some(s) => format!("bottle {}", render::one_line(s)),
+                let whom = match &name {
+                    Some(n) => format!("bottle {n}"),
                     None => who.to_string(),
                 };
                 let mut line = format!(

@@ -1,6 +1,8 @@
 //! `approve`, `modify` and `reject`: one proposal by id, or in bulk every pending proposal
 //! of a bottle whose change matches a glob. Each decision prints one confirming line.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::io::Write;
 use std::time::Duration;
 
@@ -10,7 +12,7 @@ use supervise_store::{
     Flag, Kind, Proposal, StatusFilter, Store, StoreError, Verdict, clock, glob,
 };
 
-use super::Ctx;
+use super::{Ctx, bottle_name};
 use crate::cli::BulkArgs;
 use crate::render::{self, Color};
 
@@ -62,18 +64,20 @@ pub async fn one(
         }
         Err(e) => return Err(e.into()),
     };
-    let line = confirmation(ctx, &decided, grant_for);
+    let name = bottle_name(store, &decided.host, &decided.bottle).await?;
+    let line = confirmation(ctx, &decided, &name, grant_for);
     writeln!(out, "{line}")?;
     out.flush()?;
     Ok(())
 }
 
-/// `approved 019a… (demo: egress a.com:443); grant 019b… for 30m 0s [flags: …]`
+/// `approved 019a… (demo: egress a.com:443); grant 019b… for 30m 0s [flags: …]`, the
+/// bottle `HOST/SLUG` when several hosts have its slug ([`bottle_name`], `name`).
 ///
-/// Built from the decided proposal and the operator's `--for` alone, with no further read:
-/// a bulk decision prints one of these per line, so its cost must not grow with the
-/// bottle's grants.
-fn confirmation(ctx: &Ctx, p: &Proposal, grant_for: Option<Duration>) -> String {
+/// Built from the decided proposal, its bottle's name and the operator's `--for` alone,
+/// with no further read: a bulk decision prints one of these per line, so its cost must
+/// not grow with the bottle's grants.
+fn confirmation(ctx: &Ctx, p: &Proposal, name: &str, grant_for: Option<Duration>) -> String {
     let s = ctx.style;
     let kind = p.kind.as_str();
     let mut what = render::change_text(p.kind, &p.change);
@@ -86,7 +90,7 @@ fn confirmation(ctx: &Ctx, p: &Proposal, grant_for: Option<Duration>) -> String 
         "{} {} ({}: {kind} {what})",
         super::queue::paint_status(s, p.status),
         s.paint(Color::Cyan, &p.id),
-        render::one_line(&p.bottle)
+        name
     );
     if let Some(grant_id) = p.decision.as_ref().and_then(|d| d.grant_id.as_ref()) {
         line.push_str(&grant_text(grant_id.as_str(), grant_for));
@@ -143,10 +147,16 @@ pub async fn bulk(
     let s = ctx.style;
     let verb = action.verb();
     let (mut done, mut skipped, mut failed) = (0, 0, 0);
+    // Each bottle's name, read once: `SLUG` alone may match bottles of several hosts.
+    let mut names: HashMap<(&str, &str), String> = HashMap::new();
     for p in &matching {
+        let key = (p.host.as_str(), p.bottle.as_str());
+        if let Entry::Vacant(slot) = names.entry(key) {
+            slot.insert(bottle_name(store, key.0, key.1).await?);
+        }
+        let name = &names[&key];
         let what = format!(
-            "{}: {} {}",
-            render::one_line(&p.bottle),
+            "{name}: {} {}",
             kind,
             render::change_text(kind, &p.change)
         );
@@ -176,7 +186,7 @@ pub async fn bulk(
         {
             Ok(decided) => {
                 done += 1;
-                writeln!(out, "{}", confirmation(ctx, &decided, grant_for))?;
+                writeln!(out, "{}", confirmation(ctx, &decided, name, grant_for))?;
             }
             Err(e @ (StoreError::NotPending { .. } | StoreError::ProposalNotFound(_))) => {
                 failed += 1;

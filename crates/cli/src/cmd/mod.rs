@@ -22,7 +22,19 @@ use anyhow::Result;
 use serde::Serialize;
 use supervise_store::{Actor, Location, Store, StoreOptions};
 
-use crate::render::Style;
+use crate::render::{self, Style};
+
+/// How the operator names bottle `slug` of `host` in a confirming line: `SLUG`, or
+/// `HOST/SLUG` when bottles of other hosts have (or had) the slug too (SPEC "Fleets"),
+/// escaped for the terminal. One read of the registry.
+pub async fn bottle_name(store: &Store, host: &str, slug: &str) -> Result<String> {
+    let hosts = store.slug_hosts(slug).await?;
+    Ok(render::bottle_name(
+        hosts.iter().any(|h| h != host),
+        host,
+        slug,
+    ))
+}
 
 /// What every command needs besides its own arguments.
 #[derive(Debug)]

@@ -1,12 +1,12 @@
-//! `supervise policy SLUG` and `policy --all` (the grants in force, with time left and last
-//! use) and `revoke GRANT_ID`.
+//! `supervise policy NAME` and `policy --all` (the grants in force, with time left and last
+//! use; every host's bottles, named `HOST/SLUG` when they span hosts) and `revoke GRANT_ID`.
 
 use std::io::Write;
 
 use anyhow::Result;
 use supervise_store::Store;
 
-use super::{Ctx, print_json};
+use super::{Ctx, bottle_name, print_json};
 use crate::json::{BottlePolicy, GrantList, GrantView, PolicyAll};
 use crate::render::{self, Cell, Color, Table};
 use supervise_store::Grant;
@@ -18,7 +18,11 @@ pub async fn show(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let grants = store.grants_in_force(slug).await?;
+    // `SLUG` names the bottle of whichever host has it; `HOST/SLUG` when several do.
+    let bottle = store.named_bottle(slug).await?;
+    let grants = store
+        .grants_in_force(&format!("{}/{}", bottle.host, bottle.slug))
+        .await?;
     if json {
         let doc = GrantList {
             bottle: slug.to_string(),
@@ -70,14 +74,22 @@ fn grant_cells(g: &Grant) -> Vec<Cell> {
     ]
 }
 
-/// `policy --all`: every live bottle with its address and grants in force.
-pub async fn all(ctx: &Ctx, store: &Store, json: bool, out: &mut dyn Write) -> Result<()> {
-    let policy = store.policy_all().await?;
+/// `policy --all`: every live bottle (of every host, or of `host`) with its address and
+/// grants in force.
+pub async fn all(
+    ctx: &Ctx,
+    store: &Store,
+    host: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let policy = store.policy_on(host).await?;
     if json {
         let doc = PolicyAll {
             bottles: policy
                 .iter()
                 .map(|(b, grants)| BottlePolicy {
+                    host: b.host.clone(),
                     slug: b.slug.clone(),
                     ip: b.ip.to_string(),
                     grants: grants.iter().map(GrantView::from).collect(),
@@ -87,9 +99,13 @@ pub async fn all(ctx: &Ctx, store: &Store, json: bool, out: &mut dyn Write) -> R
         return print_json(out, &doc);
     }
     if policy.is_empty() {
-        writeln!(out, "no bottles registered")?;
+        let on = host.map_or(String::new(), |h| {
+            format!(" on host {}", render::one_line(h))
+        });
+        writeln!(out, "no bottles registered{on}")?;
         return Ok(());
     }
+    let with_host = render::hosts_differ(policy.iter().map(|(b, _)| b.host.as_str()));
     let mut t = Table::new(vec![
         "BOTTLE",
         "IP",
@@ -104,7 +120,7 @@ pub async fn all(ctx: &Ctx, store: &Store, json: bool, out: &mut dyn Write) -> R
     for (b, grants) in &policy {
         let head = || {
             vec![
-                Cell::new(render::one_line(&b.slug)),
+                Cell::new(render::bottle_name(with_host, &b.host, &b.slug)),
                 Cell::new(b.ip.to_string()),
             ]
         };
@@ -129,11 +145,11 @@ pub async fn all(ctx: &Ctx, store: &Store, json: bool, out: &mut dyn Write) -> R
 
 pub async fn revoke(ctx: &Ctx, store: &Store, grant_id: &str, out: &mut dyn Write) -> Result<()> {
     let g = store.revoke(grant_id.trim(), &ctx.actor()?).await?;
+    let name = bottle_name(store, &g.host, &g.bottle).await?;
     writeln!(
         out,
-        "revoked grant {} ({}: {} {})",
+        "revoked grant {} ({name}: {} {})",
         ctx.style.paint(Color::Cyan, &g.id),
-        render::one_line(&g.bottle),
         g.kind,
         render::change_text(g.kind, &g.change)
     )?;

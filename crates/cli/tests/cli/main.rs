@@ -1,6 +1,7 @@
 //! The real `supervise` binary against real database files: every command in human and
 //! `--json` form, decisions and refusals, exit codes, grants that end, risk flags, watch,
-//! bulk decisions. Data is set up through `supervise-store`, as the server would.
+//! bulk decisions, fleet commands across hosts (on SQLite and PostgreSQL). Data is set up
+//! through `supervise-store`, as the server would.
 //!
 //! One module per capability; `util` is the harness.
 
@@ -15,6 +16,7 @@ mod db_file;
 mod decide;
 mod egress;
 mod flags;
+mod fleet;
 mod gate;
 mod grants;
 mod invocation;

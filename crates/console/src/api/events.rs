@@ -24,7 +24,6 @@ use super::model::{ErrorDoc, EventSchema};
 use super::{ApiError, bad_query};
 use crate::app::App;
 use crate::auth::ApiUser;
-use crate::pages::visible;
 
 /// Events in one JSON answer at most.
 const JSON_LIMIT: u32 = 1000;
@@ -78,9 +77,9 @@ pub(crate) async fn events(
 }
 
 /// Whether the stream or answer for `actor`, filtered to `host`, carries `event`: the
-/// scope rule of the pages, then the host (events of no bottle go with every host).
+/// store's scope rule ([`Actor::sees_event`]), then the host (events of no bottle go with every host).
 fn shows(actor: &Actor, host: Option<&str>, event: &Event) -> bool {
-    visible(actor, event)
+    actor.sees_event(event)
         && (host.is_none() || event.host.is_none() || event.host.as_deref() == host)
 }
 

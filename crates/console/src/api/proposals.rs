@@ -72,17 +72,15 @@ pub(crate) async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<ProposalDetail>, ApiError> {
     let not_found = || ApiError::not_found(format!("no proposal with id {id}"));
-    match app.store().show(&id).await {
-        Ok((p, events)) if user.actor.sees(&p.bottle) => Ok(Json(ProposalDetail {
+    match app.store().show_for(&id, &user.actor).await {
+        Ok((p, events)) => Ok(Json(ProposalDetail {
             proposal: ProposalDoc::from(&p),
             history: events
                 .iter()
                 .map(|e| super::events::document(&app, e))
                 .collect(),
         })),
-        Ok(_) | Err(StoreError::ProposalNotFound(_)) => Err(not_found()),
-        // A prefix shared with a proposal out of scope says nothing about it.
-        Err(StoreError::AmbiguousId(_)) if !user.actor.bottles.is_empty() => Err(not_found()),
+        Err(StoreError::ProposalNotFound(_)) => Err(not_found()),
         Err(err) => Err(err.into()),
     }
 }

@@ -7,7 +7,7 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use supervise_store::{Actor, Event, EventKind, Timestamp, clock, model};
+use supervise_store::{Event, EventKind, Timestamp, clock, model};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -63,15 +63,6 @@ struct AuditPage {
     error: Option<String>,
 }
 
-/// Whether `actor` may see `event`: the store's scope rule for its bottle; admins for
-/// events of no bottle.
-pub(crate) fn visible(actor: &Actor, event: &Event) -> bool {
-    match &event.bottle {
-        Some(slug) => actor.sees(slug),
-        None => actor.is_admin(),
-    }
-}
-
 /// Whether `event` is of the bottle `name` (`SLUG`, or `HOST/SLUG`); every event for "".
 fn named(event: &Event, name: &str) -> bool {
     match (name.split_once('/'), &event.host, &event.bottle) {
@@ -122,7 +113,7 @@ pub(crate) async fn page(
     };
     let operator = q.operator.trim();
     let all = app.store().audit(None).await?;
-    let seen: Vec<&Event> = all.iter().filter(|e| visible(&user.actor, e)).collect();
+    let seen: Vec<&Event> = all.iter().filter(|e| user.actor.sees_event(e)).collect();
     let hosts = view::HostFilter::new(seen.iter().filter_map(|e| e.host.as_deref()), &q.host);
     let matching: Vec<&Event> = seen
         .into_iter()

@@ -13,7 +13,6 @@ use futures_util::stream;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
-use super::visible;
 use crate::app::App;
 use crate::auth::PageUser;
 
@@ -46,7 +45,7 @@ pub(crate) async fn stream(State(app): State<App>, user: PageUser) -> Response {
                     }
                 }
                 received = feed.recv() => match received {
-                    Ok(event) if visible(&user.actor, &event) => {
+                    Ok(event) if user.actor.sees_event(&event) => {
                         serde_json::json!({"seq": event.seq, "event": event.event}).to_string()
                     }
                     Ok(_) => continue,

@@ -20,8 +20,6 @@ use crate::app::App;
 use crate::auth::PageUser;
 pub(crate) use crate::error::PageError;
 
-pub(crate) use audit::visible;
-
 pub(crate) fn router() -> Router<App> {
     Router::new()
         .route("/", get(queue::page))

@@ -119,11 +119,9 @@ struct ProposalPage {
 /// that does not exist, so nothing about other bottles leaks).
 async fn load(app: &App, user: &PageUser, id: &str) -> Result<(Proposal, Vec<Event>), PageError> {
     let not_found = || PageError::not_found(format!("no proposal with id {}", view::untrusted(id)));
-    match app.store().show(id).await {
-        Ok((p, events)) if user.actor.sees(&p.bottle) => Ok((p, events)),
-        Ok(_) | Err(StoreError::ProposalNotFound(_)) => Err(not_found()),
-        // A prefix shared with a proposal out of scope says nothing about it.
-        Err(StoreError::AmbiguousId(_)) if !user.actor.bottles.is_empty() => Err(not_found()),
+    match app.store().show_for(id, &user.actor).await {
+        Ok(found) => Ok(found),
+        Err(StoreError::ProposalNotFound(_)) => Err(not_found()),
         Err(err) => Err(err.into()),
     }
 }

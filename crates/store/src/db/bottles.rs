@@ -217,7 +217,7 @@ impl Store {
         Ok(bottle)
     }
 
-    /// This host's live bottles, by slug.
+    /// This host's live bottles, by slug (the console's bottles page).
     pub async fn list_bottles(&self) -> StoreResult<Vec<Bottle>> {
         let rows: Vec<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{BOTTLE_COLUMNS} WHERE host = $1 AND removed_at IS NULL ORDER BY slug"
@@ -226,6 +226,39 @@ impl Store {
         .fetch_all(&self.inner.pool)
         .await?;
         rows::all(rows)
+    }
+
+    /// The live bottles of `host`, or of every host (`None`, by host then slug): what
+    /// `supervise bottle list [--host NAME]` shows.
+    pub async fn list_bottles_on(&self, host: Option<&str>) -> StoreResult<Vec<Bottle>> {
+        let rows: Vec<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{BOTTLE_COLUMNS} WHERE ($1 IS NULL OR host = $1) AND removed_at IS NULL \
+             ORDER BY host, slug"
+        )))
+        .bind(host)
+        .fetch_all(&self.inner.pool)
+        .await?;
+        rows::all(rows)
+    }
+
+    /// The live bottle an operator names, on any host: `HOST/SLUG`, or `SLUG` when one host
+    /// has a live bottle by that slug ([`StoreError::AmbiguousBottle`] when several do).
+    pub async fn named_bottle(&self, name: &str) -> StoreResult<Bottle> {
+        let mut conn = self.inner.pool.acquire().await?;
+        live_bottle_named(&mut conn, name)
+            .await?
+            .ok_or_else(|| StoreError::BottleNotFound(name.into()))
+    }
+
+    /// The hosts that have (or had) a bottle of this slug, in order: more than one, and the
+    /// slug alone does not name a bottle ([`crate::model::bottle_name`]).
+    pub async fn slug_hosts(&self, slug: &str) -> StoreResult<Vec<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT DISTINCT host FROM bottles WHERE slug = $1 ORDER BY host")
+                .bind(slug)
+                .fetch_all(&self.inner.pool)
+                .await?,
+        )
     }
 
     /// The live bottle registered for a source address, if any.
@@ -316,6 +349,34 @@ pub(super) async fn live_bottle_by_slug(
     .fetch_optional(&mut *conn)
     .await?;
     row.map(Bottle::try_from).transpose()
+}
+
+/// The live bottle `name` names on any host ([`Store::named_bottle`]); `None` when none.
+pub(super) async fn live_bottle_named(
+    conn: &mut AnyConnection,
+    name: &str,
+) -> StoreResult<Option<Bottle>> {
+    if let Some((host, slug)) = name.split_once('/') {
+        return live_bottle_by_slug(conn, host, slug).await;
+    }
+    let rows: Vec<BottleRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{BOTTLE_COLUMNS} WHERE slug = $1 AND removed_at IS NULL ORDER BY host"
+    )))
+    .bind(name)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut found: Vec<Bottle> = rows::all(rows)?;
+    match found.len() {
+        0 | 1 => Ok(found.pop()),
+        _ => Err(StoreError::AmbiguousBottle {
+            slug: name.into(),
+            hosts: found
+                .iter()
+                .map(|b| b.host.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
 }
 
 /// The live bottle of `host` at this address: a server attributes only to its own host's.

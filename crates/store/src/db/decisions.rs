@@ -11,7 +11,7 @@ use tracing::instrument;
 use super::Store;
 use super::bottles::live_generation;
 use super::fresh::Check;
-use super::proposals::{expire_in, load_proposal, open_proposal_of, resolve_id};
+use super::proposals::{expire_in, load_proposal, open_proposal_of, resolve_id_for};
 use super::rows::{self, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::{NewEvent, SYSTEM, actor_bottle, actor_of, record, record_delivered};
 use crate::change;
@@ -321,37 +321,6 @@ pub(super) async fn withdraw_in(
     p.status = Status::Withdrawn;
     p.archived_at = Some(now.clone());
     Ok(p)
-}
-
-/// [`resolve_id`] among the proposals `by` sees: for an actor limited to some bottles, a
-/// prefix is matched only against their proposals, so neither "ambiguous" nor the full id
-/// says anything about another bottle's.
-async fn resolve_id_for(conn: &mut AnyConnection, id: &str, by: &Actor) -> StoreResult<String> {
-    if by.bottles.is_empty() {
-        return resolve_id(conn, id).await;
-    }
-    let given = id.trim().to_ascii_lowercase();
-    if given.is_empty() {
-        return Err(StoreError::ProposalNotFound(given));
-    }
-    let hits: Vec<(String, String)> = sqlx::query_as(
-        "SELECT p.id, b.slug FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
-         WHERE p.id >= $1 AND p.id < $1 || '~'",
-    )
-    .bind(&given)
-    .fetch_all(&mut *conn)
-    .await?;
-    let seen: Vec<String> = hits
-        .into_iter()
-        .filter(|(_, slug)| by.sees(slug))
-        .map(|(id, _)| id)
-        .collect();
-    match seen.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(StoreError::ProposalNotFound(given)),
-        _ if seen.contains(&given) => Ok(given),
-        _ => Err(StoreError::AmbiguousId(given)),
-    }
 }
 
 /// Refuses an action `by`'s role does not include.

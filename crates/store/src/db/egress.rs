@@ -16,7 +16,7 @@ use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::Store;
-use super::bottles::{live_bottle_by_ip, live_bottle_by_slug};
+use super::bottles::{live_bottle_by_ip, live_bottle_named};
 use super::file::Identity;
 use super::proposals::{prepare, propose_in};
 use super::rows::{self, GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
@@ -44,7 +44,9 @@ const NEVER_OBSERVED: [Flag; 4] = [
 ];
 
 impl Store {
-    /// May `bottle` reach `host:port` now? One read transaction over the bottle registry, the
+    /// May `bottle` reach `host:port` now? A bottle by address is this store's host's; by
+    /// name, `HOST/SLUG` or a slug one host has ([`Store::named_bottle`]; a slug several
+    /// hosts have is [`crate::StoreError::AmbiguousBottle`]). One read transaction over the bottle registry, the
     /// bottle's egress grants in force and, when none covers the destination, its undecided
     /// egress proposals (to name one that asks for it). An exact grant is preferred to a
     /// wildcard, then the one lasting longest.
@@ -58,7 +60,7 @@ impl Store {
         let now = Timestamp::now();
         let mut tx = self.read().await?;
         let found = match bottle {
-            BottleRef::Slug(slug) => live_bottle_by_slug(&mut tx, &self.inner.host, slug).await?,
+            BottleRef::Slug(name) => live_bottle_named(&mut tx, name).await?,
             BottleRef::Ip(ip) => live_bottle_by_ip(&mut tx, &self.inner.host, ip).await?,
         };
         let denied = |bottle: Option<Bottle>, host: String, reason| EgressDecision::Denied {

@@ -36,15 +36,15 @@ impl Store {
     }
 
     /// Every live bottle of this host (by slug) with its grants in force (oldest first, each
-    /// with its last recorded use), read in one transaction: the whole policy, for
-    /// enforcement points other than the Squid helper (`supervise policy --all`).
+    /// with its last recorded use), read in one transaction: the host's whole policy.
     pub async fn policy_all(&self) -> StoreResult<Vec<(Bottle, Vec<Grant>)>> {
         let host = self.inner.host.clone();
         self.policy_on(Some(&host)).await
     }
 
     /// [`Store::policy_all`] of one host's bottles (`host`), or of every host's (`None`, by
-    /// host then slug): what the console's grants page shows.
+    /// host then slug): what the console's grants page and `supervise policy --all
+    /// [--host NAME]` show, and what enforcement points other than the Squid helper read.
     pub async fn policy_on(&self, host: Option<&str>) -> StoreResult<Vec<(Bottle, Vec<Grant>)>> {
         let now = Timestamp::now();
         let mut tx = self.read().await?;

@@ -18,8 +18,8 @@ use super::{ProposalLimits, Store};
 use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    BottleId, Event, EventKind, Kind, NewProposal, Proposal, Proposed, Status, StatusFilter, Task,
-    Timestamp,
+    Actor, BottleId, Event, EventKind, Kind, NewProposal, Proposal, Proposed, Status, StatusFilter,
+    Task, Timestamp,
 };
 
 /// What filing one item gave: the proposal, and its task when one was asked for and opened.
@@ -185,14 +185,25 @@ impl Store {
         Ok(out)
     }
 
-    /// One proposal (id or unique id prefix) with its event history.
+    /// One proposal (id or unique id prefix) with its event history, as the host's CLI
+    /// sees it: among every bottle's proposals.
     pub async fn show(&self, id: &str) -> StoreResult<(Proposal, Vec<Event>)> {
+        self.show_for(id, &Actor::cli("show")).await
+    }
+
+    /// [`Store::show`] for `by`: the prefix is resolved among the proposals `by` sees, as a
+    /// decision resolves it, and one of a bottle out of scope is
+    /// [`StoreError::ProposalNotFound`]. So neither the answer nor "ambiguous" depends on
+    /// what other bottles filed.
+    pub async fn show_for(&self, id: &str, by: &Actor) -> StoreResult<(Proposal, Vec<Event>)> {
         let now = Timestamp::now();
         let mut conn = self.inner.pool.acquire().await?;
-        let id = resolve_id(&mut conn, id).await?;
+        let given = id;
+        let id = resolve_id_for(&mut conn, id, by).await?;
         let p = load_proposal(&mut conn, &id, &now)
             .await?
-            .ok_or_else(|| StoreError::ProposalNotFound(id.clone()))?;
+            .filter(|p| by.sees(&p.bottle))
+            .ok_or_else(|| StoreError::ProposalNotFound(given.to_string()))?;
         let rows: Vec<EventRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{EVENT_COLUMNS} WHERE e.proposal_id = $1 ORDER BY e.seq"
         )))
@@ -251,6 +262,62 @@ pub(super) async fn resolve_id(conn: &mut AnyConnection, id: &str) -> StoreResul
         [] => Err(StoreError::ProposalNotFound(id)),
         _ if hits.contains(&id) => Ok(id),
         _ => Err(StoreError::AmbiguousId(id)),
+    }
+}
+
+/// [`resolve_id`] among the proposals `by` sees: for an actor limited to some bottles, a
+/// prefix is matched only against their proposals, so neither "ambiguous" nor the full id
+/// says anything about another bottle's. The matches are read in id order a page at a
+/// time and the reading stops at the second one in scope, so a short prefix costs no more
+/// than the proposals before it.
+pub(super) async fn resolve_id_for(
+    conn: &mut AnyConnection,
+    id: &str,
+    by: &Actor,
+) -> StoreResult<String> {
+    /// Matches read per query.
+    const PAGE: i64 = 256;
+    if by.bottles.is_empty() {
+        return resolve_id(conn, id).await;
+    }
+    let given = id.trim().to_ascii_lowercase();
+    if given.is_empty() {
+        return Err(StoreError::ProposalNotFound(given));
+    }
+    let mut seen: Vec<String> = Vec::new();
+    // The last id read: the next page starts after it (the prefix itself sorts first).
+    let mut after: Option<String> = None;
+    'pages: loop {
+        let page: Vec<(String, String)> = sqlx::query_as(
+            "SELECT p.id, b.slug FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
+             WHERE p.id >= $1 AND p.id < $1 || '~' AND ($2 IS NULL OR p.id > $2) \
+             ORDER BY p.id LIMIT $3",
+        )
+        .bind(&given)
+        .bind(after.as_deref())
+        .bind(PAGE)
+        .fetch_all(&mut *conn)
+        .await?;
+        let full = page.len() as i64 == PAGE;
+        for (id, slug) in page {
+            if by.sees(&slug) {
+                seen.push(id.clone());
+                if seen.len() == 2 {
+                    break 'pages;
+                }
+            }
+            after = Some(id);
+        }
+        if !full {
+            break;
+        }
+    }
+    match seen.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(StoreError::ProposalNotFound(given)),
+        // The full id sorts first among the ids it prefixes.
+        [first, ..] if *first == given => Ok(given),
+        _ => Err(StoreError::AmbiguousId(given)),
     }
 }
 

@@ -6,8 +6,8 @@ use std::net::IpAddr;
 
 use super::{Bottle, Grant, ProposalId};
 
-/// The bottle a question is about: by slug (the operator's `check`) or by the source
-/// address its connections come from (the proxy's helper).
+/// The bottle a question is about: by name, `SLUG` or `HOST/SLUG` (the operator's
+/// `check`), or by the source address its connections come from (the proxy's helper).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BottleRef<'a> {
     Slug(&'a str),

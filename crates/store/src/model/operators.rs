@@ -5,8 +5,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::Timestamp;
 use super::vocab::{UnknownName, vocabulary};
+use super::{Event, Timestamp};
 
 vocabulary! {
     /// What an operator may do: a viewer reads; an approver also approves, modifies,
@@ -77,6 +77,17 @@ impl Actor {
     /// glob matches ([`crate::glob::matches`]).
     pub fn sees(&self, slug: &str) -> bool {
         self.bottles.is_empty() || self.bottles.iter().any(|g| crate::glob::matches(g, slug))
+    }
+
+    /// Whether the actor may see `event` in the trail or the change feed: an event of a
+    /// bottle by [`Actor::sees`] of its slug; an event of no bottle (an operator added or
+    /// removed, a sign-in) only by an admin of every bottle, as only such an admin manages
+    /// operators ([`Actor::manages_operators`]).
+    pub fn sees_event(&self, event: &Event) -> bool {
+        match &event.bottle {
+            Some(slug) => self.sees(slug),
+            None => self.manages_operators(),
+        }
     }
 
     /// Approver or admin: may approve, modify, reject and revoke.

@@ -22,5 +22,6 @@ mod migrations;
 mod operators;
 mod pending_cap;
 mod rules;
+mod scope;
 mod tasks;
 mod trail;
