@@ -9,4 +9,5 @@ mod api;
 mod browser;
 mod harness;
 mod hosts;
+mod limits;
 mod security;
