@@ -107,14 +107,22 @@ async fn a_failed_sign_in_takes_no_write_lock(db: TestDb) {
         .await
         .unwrap();
     setup.sign_in(spent.secret.expose()).await.unwrap();
-    let expired = setup.operator_link("ann", &Actor::cli("root")).await.unwrap();
-    let mut conn = db.raw().await;
-    sqlx::query("UPDATE sign_in_links SET expires_at = '2026-01-01T00:00:00.000Z' WHERE spent_at IS NULL")
-        .execute(&mut conn)
+    let expired = setup
+        .operator_link("ann", &Actor::cli("root"))
         .await
         .unwrap();
+    let mut conn = db.raw().await;
+    sqlx::query(
+        "UPDATE sign_in_links SET expires_at = '2026-01-01T00:00:00.000Z' WHERE spent_at IS NULL",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
     drop(conn);
-    let good = setup.operator_link("ann", &Actor::cli("root")).await.unwrap();
+    let good = setup
+        .operator_link("ann", &Actor::cli("root"))
+        .await
+        .unwrap();
     setup.close().await;
 
     let store = Store::open(
