@@ -21,60 +21,29 @@ mod api;
 mod app;
 mod assets;
 mod auth;
+mod config;
 mod error;
 mod feed;
 mod headers;
+mod input;
 mod limit;
 mod listener;
 mod pages;
+mod router;
+mod scope;
 mod tls;
 mod view;
 
 use std::future::Future;
-use std::path::PathBuf;
-use std::time::Duration;
 
 use supervise_store::Store;
 use tokio::net::TcpListener;
 
+pub use config::{Config, TlsFiles};
 pub use error::ConsoleError;
 
 /// Where `supervise console` listens unless told otherwise (`SUPERVISE_CONSOLE_LISTEN`).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7412";
-
-/// Everything [`serve`] needs besides the listener and the store.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// How operators reach the console (`--public-url` / `SUPERVISE_CONSOLE_URL`): its origin
-    /// is the only one a form post may come from, and an `https` URL makes the session
-    /// cookie `Secure`.
-    pub public_url: String,
-    /// Serve TLS with this certificate chain and key (PEM files).
-    pub tls: Option<TlsFiles>,
-    /// How often the change feed is read for the live views.
-    pub feed_interval: Duration,
-    /// Sign-in attempts accepted per source address and minute; past it, 429.
-    pub sign_in_per_minute: u32,
-}
-
-/// The PEM files of `--tls-cert` and `--tls-key`.
-#[derive(Debug, Clone)]
-pub struct TlsFiles {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-}
-
-impl Config {
-    /// The defaults for a console reached at `public_url`.
-    pub fn new(public_url: impl Into<String>) -> Config {
-        Config {
-            public_url: public_url.into(),
-            tls: None,
-            feed_interval: Duration::from_millis(250),
-            sign_in_per_minute: 10,
-        }
-    }
-}
 
 /// Serves the console on `listener` until `shutdown` resolves: live streams end, requests
 /// in flight finish, and it returns. Refuses to start on a public URL that is not
@@ -94,14 +63,18 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, public_url = %config.public_url, tls = tls.is_some(), "supervise console serving");
     }
-    let router = app::router(app.clone());
+    let router = router::router(app.clone());
     let stop = app.stop_signal();
     let shutdown = async move {
         shutdown.await;
         stop.send_replace(true);
     };
-    let result = listener::serve(listener, tls, router, shutdown).await;
+    let limits = listener::Limits {
+        header_timeout: config.header_timeout,
+        max_connections: config.max_connections,
+    };
+    listener::serve(listener, tls, router, limits, shutdown).await;
     feed.await.ok();
     tracing::info!("supervise console stopped");
-    Ok(result?)
+    Ok(())
 }

@@ -24,7 +24,7 @@ use super::model::{ErrorDoc, EventDoc};
 use super::{ApiError, bad_query};
 use crate::app::App;
 use crate::auth::ApiUser;
-use crate::pages::visible;
+use crate::scope::visible;
 
 /// Events in one JSON answer at most.
 const JSON_LIMIT: u32 = 1000;

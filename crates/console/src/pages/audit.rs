@@ -7,13 +7,14 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use supervise_store::{Actor, Event, EventKind, Timestamp, clock, model};
+use supervise_store::{Event, EventKind, Timestamp, clock, model};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::{Chrome, PageError, html};
 use crate::app::App;
 use crate::auth::PageUser;
+use crate::scope::visible;
 use crate::view;
 
 /// Events shown on the page at most (the export has them all).
@@ -61,15 +62,6 @@ struct AuditPage {
     total: usize,
     export: String,
     error: Option<String>,
-}
-
-/// Whether `actor` may see `event`: the store's scope rule for its bottle; admins for
-/// events of no bottle.
-pub(crate) fn visible(actor: &Actor, event: &Event) -> bool {
-    match &event.bottle {
-        Some(slug) => actor.sees(slug),
-        None => actor.is_admin(),
-    }
 }
 
 /// Whether `event` is of the bottle `name` (`SLUG`, or `HOST/SLUG`); every event for "".

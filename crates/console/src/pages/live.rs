@@ -13,9 +13,9 @@ use futures_util::stream;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
-use super::visible;
 use crate::app::App;
 use crate::auth::PageUser;
+use crate::scope::visible;
 
 /// How often an open stream checks that its session still holds.
 const RECHECK: Duration = Duration::from_secs(5);

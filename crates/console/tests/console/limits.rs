@@ -6,6 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use reqwest::Method;
+use supervise_console::Config;
 use supervise_store::Role;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -36,7 +37,15 @@ async fn closed(mut conn: TcpStream) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_connections_are_closed_and_an_operator_is_still_served() {
-    let c = Console::start().await;
+    // Short timeouts and few connections at once, so the test waits seconds, not minutes:
+    // most stalled connections wait in the backlog for a slot, as in a flood.
+    let c = Console::start_with(|addr| Config {
+        header_timeout: Duration::from_secs(1),
+        body_timeout: Duration::from_secs(1),
+        max_connections: 64,
+        ..Config::new(format!("http://{addr}"))
+    })
+    .await;
     c.operator("ops", Role::Approver, &[]).await;
     let token = c.token("ops").await;
     let addr: SocketAddr = c.url.trim_start_matches("http://").parse().unwrap();
