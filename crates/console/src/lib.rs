@@ -1,16 +1,21 @@
 //! The supervise review console: server-rendered pages for operators and a JSON API for
 //! scripts and chat bridges, on the same database as the server and the CLI.
 //!
-//! Layout: [`serve`] is the entry point and [`Config`] its settings (`supervise console`
-//! only parses flags). `listener` accepts plain or TLS connections (`tls` loads the PEM
-//! files); `app` is the shared state and the router, `headers` the security headers every
-//! answer carries, `limit` the sign-in rate limit per source address. `auth` turns a
-//! session cookie or a bearer token into the store's `Operator` and `Actor`, and checks the
-//! Origin and CSRF token of every form post. `pages/` holds one module per page (queue,
-//! proposal, grants, audit, admin, sign-in) with its template in `templates/`; `api/` one
-//! module per API area (proposals, grants, events, the OpenAPI document); `view` shapes
-//! store types for both. `feed` is the one reader of the store's change feed: it polls and
-//! fans every event out to the live streams (`pages/live.rs`, `api/events.rs`).
+//! Layout: [`serve`] is the entry point and [`Config`] (`config`) its settings
+//! (`supervise console` only parses flags). `listener` accepts plain or TLS connections
+//! (`tls` loads the PEM files) and holds clients to the connection cap, header and body
+//! timeouts and size limits; `app` is the shared state; `router` builds every route from
+//! its lists and lays the guards over them; `headers` the security headers every answer
+//! carries, `limit` the sign-in rate limit. `auth` turns a session cookie or a bearer
+//! token into the store's `Operator` and `Actor`, and its `guard` checks the Origin and
+//! CSRF token of every state-changing page request before the handler runs. `pages/`
+//! holds one module per page (queue, proposal, grants, audit, admin, sign-in) with its
+//! template in `templates/`; `api/` one module per API area (proposals, grants, events,
+//! the OpenAPI document); `error` the refusals of both, `view` shapes store types for
+//! both, `input` reads what operators type, `scope` says which events an operator sees.
+//! `feed` is the one reader of the store's change feed: it polls and fans every event out
+//! to the live streams (`pages/live.rs`, `api/events.rs`). Handlers import the state and
+//! these shared modules, never the router: the module graph has no cycle.
 //!
 //! Roles and scopes are the store's rule: every write passes `Actor::console(&operator)`
 //! and the store refuses what the actor may not do; reads are filtered with `Actor::sees`.
