@@ -2,8 +2,9 @@
 //! in-process on a real SQLite file) over real HTTP: `security` (roles, scopes, CSRF,
 //! Origin, links, sessions, headers, rate limit), `api` (every endpoint with a bearer
 //! token, conflicts, the live feed), `hosts` (two hosts' bottles: names and `?host=`
-//! filters on pages and API) and `browser` (the operator's day in real headless
-//! Chromium through WebDriver, with an agent on the real MCP server).
+//! filters on pages and API), `limits` (stalled clients, sign-in floods) and `browser`
+//! (the operator's day in real headless Chromium through WebDriver, with an agent on the
+//! real MCP server).
 
 mod api;
 mod browser;
