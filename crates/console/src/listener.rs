@@ -58,7 +58,9 @@ pub(crate) async fn serve(
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let max = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let max = limits
+        .max_connections
+        .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
     // One slot per open connection, held until it closes.
     let slots = Arc::new(Semaphore::new(max));
     let (closing, closing_rx) = watch::channel(false);
@@ -113,7 +115,9 @@ pub(crate) async fn serve(
     drop(listener);
     closing.send_replace(true);
     // Every slot back: every connection has closed.
-    let _ = slots.acquire_many(max as u32).await;
+    let _ = slots
+        .acquire_many(u32::try_from(max).unwrap_or(u32::MAX))
+        .await;
 }
 
 /// Serves HTTP/1.1 on one connection until it closes, or, once `closing` turns true, until
