@@ -1,17 +1,18 @@
-//! The shared state every handler sees, and the router that puts pages, API and assets
-//! behind the security headers.
+//! The shared state every handler sees: the store, the console's origin, the sign-in
+//! limiter, the change feed's broadcast and the stop signal.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::Router;
 use axum::http::Uri;
 use supervise_store::{Event, Store};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
+use crate::config::Config;
 use crate::error::ConsoleError;
+use crate::feed;
 use crate::limit::Limiter;
-use crate::{Config, api, assets, feed, headers, pages};
 
 /// Events a slow live stream may fall behind before it is told to read again.
 const FEED_BUFFER: usize = 1024;
@@ -25,6 +26,7 @@ struct Inner {
     public_url: String,
     secure: bool,
     limiter: Limiter,
+    body_timeout: Duration,
     // A broadcast channel: one feed reader, any number of live streams, each with its own
     // position; a stream that falls behind is told (Lagged) and reads the store again.
     feed: broadcast::Sender<Arc<Event>>,
@@ -46,7 +48,8 @@ impl App {
             origin,
             public_url: config.public_url.trim_end_matches('/').to_owned(),
             secure,
-            limiter: Limiter::new(config.sign_in_per_minute),
+            limiter: Limiter::new(config.sign_in_per_minute, config.sign_in_total_per_minute),
+            body_timeout: config.body_timeout,
             feed: feed.clone(),
             stop,
         }));
@@ -82,6 +85,11 @@ impl App {
         &self.0.limiter
     }
 
+    /// How long a request's body may take to arrive.
+    pub(crate) fn body_timeout(&self) -> Duration {
+        self.0.body_timeout
+    }
+
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.0.feed.subscribe()
     }
@@ -93,19 +101,6 @@ impl App {
     pub(crate) fn stop_signal(&self) -> watch::Sender<bool> {
         self.0.stop.clone()
     }
-}
-
-/// The whole console: pages at `/`, the API at `/api/v1`, assets at `/static`.
-pub(crate) fn router(app: App) -> Router {
-    Router::new()
-        .merge(pages::router())
-        .nest("/api/v1", api::router())
-        .merge(assets::router())
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            headers::security_headers,
-        ))
-        .with_state(app)
 }
 
 /// `scheme://host[:port]` of the public URL (default ports dropped, as browsers send an

@@ -1,17 +1,20 @@
 //! Who is asking: a session cookie for pages, a bearer token for the API, each looked up in
-//! the store on every request (a removed operator stops at once), and the checks every
-//! form post passes before anything changes: its Origin (or Fetch Metadata) is the
-//! console's own, and it carries the session's CSRF token.
+//! the store on every request (a removed operator stops at once), and [`guard`], the
+//! check every state-changing page request passes before its handler runs: its Origin (or
+//! Fetch Metadata) is the console's own, and it carries the session's CSRF token.
 
-use axum::extract::FromRequestParts;
+use axum::body::Body;
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use cookie::{Cookie, SameSite};
+use serde::Deserialize;
 use supervise_store::{Actor, Operator};
 
-use crate::api::ApiError;
 use crate::app::App;
-use crate::error::PageError;
+use crate::error::{ApiError, PageError};
 
 /// The session cookie's name; over https the `__Host-` prefix also pins it to this host,
 /// path `/` and `Secure`.
@@ -53,6 +56,7 @@ fn session_secret(app: &App, headers: &HeaderMap) -> Option<String> {
 }
 
 /// A signed-in operator on a page request.
+#[derive(Clone)]
 pub(crate) struct PageUser {
     pub operator: Operator,
     pub actor: Actor,
@@ -65,6 +69,10 @@ impl FromRequestParts<App> for PageUser {
     type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<PageUser, PageError> {
+        // Already looked up by the guard of a form post.
+        if let Some(user) = parts.extensions.get::<PageUser>() {
+            return Ok(user.clone());
+        }
         let Some(secret) = session_secret(app, &parts.headers) else {
             return Err(PageError::SignIn);
         };
@@ -122,7 +130,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// same-origin form post under `no-referrer`), and no Fetch Metadata saying otherwise.
 /// A request without either header (a script, curl) passes this check and still needs the
 /// CSRF token.
-pub(crate) fn same_origin(app: &App, headers: &HeaderMap) -> bool {
+fn same_origin(app: &App, headers: &HeaderMap) -> bool {
     let fetch_site = headers
         .get("sec-fetch-site")
         .and_then(|v| v.to_str().ok())
@@ -141,24 +149,62 @@ pub(crate) fn same_origin(app: &App, headers: &HeaderMap) -> bool {
     }
 }
 
-/// The checks of every form post by a signed-in operator; 403 when either fails.
-pub(crate) fn check_post(
-    app: &App,
-    headers: &HeaderMap,
-    user: &PageUser,
-    csrf: Option<&str>,
-) -> Result<(), PageError> {
-    if !same_origin(app, headers) {
-        return Err(PageError::forbidden(
+/// The one state-changing page route without a session: posting a sign-in link's secret.
+/// It gets the Origin check only (the secret is its own proof).
+pub(crate) const SIGN_IN: &str = "/sign-in/{secret}";
+
+/// The form field that carries the session's CSRF token.
+#[derive(Deserialize)]
+struct CsrfField {
+    csrf: Option<String>,
+}
+
+/// The check of every state-changing page request, laid over the whole page router so no
+/// route can be added without it: any method but GET, HEAD, OPTIONS and TRACE must come
+/// from the console's own pages ([`same_origin`]) and, except the sign-in post
+/// ([`SIGN_IN`]), from a signed-in operator whose form carries the session's CSRF token.
+/// 403 when a check fails (no session: to the sign-in page), before the handler runs; the
+/// operator found goes on to the handler as its [`PageUser`].
+pub(crate) async fn guard(State(app): State<App>, req: Request, next: Next) -> Response {
+    if req.method().is_safe() {
+        return next.run(req).await;
+    }
+    if !same_origin(&app, req.headers()) {
+        return PageError::forbidden(
             "this form was not sent from the console's own pages (Origin check)",
-        ));
+        )
+        .into_response();
     }
+    if req
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|path| path.as_str() == SIGN_IN)
+    {
+        return next.run(req).await;
+    }
+    let (mut parts, body) = req.into_parts();
+    let user = match PageUser::from_request_parts(&mut parts, &app).await {
+        Ok(user) => user,
+        Err(refused) => return refused.into_response(),
+    };
+    // The listener has read the body already, within its size limit.
+    let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
+        return PageError::bad_request("the form could not be read").into_response();
+    };
+    let csrf = serde_urlencoded::from_bytes::<CsrfField>(&body)
+        .ok()
+        .and_then(|field| field.csrf);
     match csrf {
-        Some(token) if constant_time_eq(token.as_bytes(), user.csrf.as_bytes()) => Ok(()),
-        _ => Err(PageError::forbidden(
-            "the form's CSRF token is missing or stale; reload the page and try again",
-        )),
+        Some(token) if constant_time_eq(token.as_bytes(), user.csrf.as_bytes()) => {}
+        _ => {
+            return PageError::forbidden(
+                "the form's CSRF token is missing or stale; reload the page and try again",
+            )
+            .into_response();
+        }
     }
+    parts.extensions.insert(user);
+    next.run(Request::from_parts(parts, Body::from(body))).await
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -1,11 +1,16 @@
-//! Why the console could not start or keep serving, and why a page could not be served.
+//! Why the console could not start or keep serving, and why a page or an API call could
+//! not be answered.
 
 use std::path::PathBuf;
 
+use axum::http::header;
+use axum::response::{IntoResponse, Json, Response};
 use http::StatusCode;
 use supervise_store::StoreError;
 
-/// A refusal to start, or a failure of the listening socket.
+use crate::api::model::ErrorDoc;
+
+/// A refusal to start.
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
     /// The public URL is not `http://HOST[:PORT]` or `https://HOST[:PORT]`.
@@ -17,9 +22,6 @@ pub enum ConsoleError {
     /// The certificate and key do not make a TLS configuration.
     #[error("invalid TLS configuration: {0}")]
     Tls(String),
-    /// Serving stopped on an I/O error.
-    #[error("serving the console failed: {0}")]
-    Io(#[from] std::io::Error),
 }
 
 /// The HTTP status a store refusal maps to, the same for pages and API: 400 invalid input,
@@ -102,5 +104,84 @@ impl From<StoreError> for PageError {
             title,
             message: err.to_string(),
         }
+    }
+}
+
+/// An API refusal: its status and `{"error": "...", "field": "..."}`.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    error: String,
+    field: Option<String>,
+    decided_by: Option<String>,
+    decided_at: Option<String>,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, error: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            error: error.into(),
+            field: None,
+            decided_by: None,
+            decided_at: None,
+        }
+    }
+
+    pub(crate) fn unauthorized(error: &str) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, error)
+    }
+
+    pub(crate) fn bad_request(field: Option<&str>, error: impl Into<String>) -> ApiError {
+        ApiError {
+            field: field.map(str::to_owned),
+            ..ApiError::new(StatusCode::BAD_REQUEST, error)
+        }
+    }
+
+    pub(crate) fn not_found(error: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, error)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> ApiError {
+        let status = status_of(&err);
+        if status.is_server_error() {
+            tracing::warn!(error = %err, "an API request failed in the store");
+        }
+        let mut out = ApiError::new(status, err.to_string());
+        match err {
+            StoreError::Invalid { field, .. } => out.field = Some(field),
+            StoreError::NotPending {
+                decided_by,
+                decided_at,
+                ..
+            } => {
+                out.decided_by = decided_by;
+                out.decided_at = decided_at.map(|t| t.to_string());
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorDoc {
+            error: self.error,
+            field: self.field,
+            decided_by: self.decided_by,
+            decided_at: self.decided_at,
+        };
+        let mut resp = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        resp
     }
 }

@@ -8,7 +8,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 
-use crate::TlsFiles;
+use crate::config::TlsFiles;
 use crate::error::ConsoleError;
 
 /// Reads the certificate chain and key; refuses an empty chain, a missing key or a key that

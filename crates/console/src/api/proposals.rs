@@ -7,13 +7,14 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::Json;
 use serde::Deserialize;
-use supervise_store::{StatusFilter, StoreError, Verdict, clock};
+use supervise_store::{StatusFilter, StoreError, Verdict};
 use utoipa::IntoParams;
 
 use super::model::{DecideBody, ErrorDoc, ProposalDetail, ProposalDoc, ProposalList};
 use super::{ApiError, bad_query};
 use crate::app::App;
 use crate::auth::ApiUser;
+use crate::input::grant_duration;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -147,16 +148,6 @@ pub(crate) async fn reject(
     body: Bytes,
 ) -> Result<Json<ProposalDoc>, ApiError> {
     decide(app, user, id, body, Action::Reject).await
-}
-
-/// A grant's duration as the CLI's `--for` reads it: `90s`, `30m`, `8h`, `7d`, more than 0.
-pub(crate) fn grant_duration(text: &str) -> Result<std::time::Duration, String> {
-    let d = clock::parse_duration(text)
-        .map_err(|_| format!("{text:?} is not a duration like 90s, 30m, 8h or 7d"))?;
-    if d.is_zero() {
-        return Err("a grant must last longer than 0; leave it out for one until revoked".into());
-    }
-    Ok(d)
 }
 
 /// The body as JSON (empty means `{}`), in the API's error shape when it is not.

@@ -7,15 +7,14 @@ use std::net::IpAddr;
 use askama::Template;
 use axum::Form;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use supervise_store::{Role, Timestamp};
 
-use super::grants::CsrfForm;
 use super::{Chrome, PageError, html};
 use crate::app::App;
-use crate::auth::{PageUser, check_post};
+use crate::auth::PageUser;
 use crate::view;
 
 fn operators_admin(user: &PageUser) -> Result<(), PageError> {
@@ -76,7 +75,6 @@ pub(crate) async fn bottles(State(app): State<App>, user: PageUser) -> Result<Re
 
 #[derive(Deserialize)]
 pub(crate) struct BottleForm {
-    csrf: Option<String>,
     slug: Option<String>,
     ip: Option<String>,
     confirm: Option<String>,
@@ -85,10 +83,8 @@ pub(crate) struct BottleForm {
 pub(crate) async fn add_bottle(
     State(app): State<App>,
     user: PageUser,
-    headers: HeaderMap,
     Form(form): Form<BottleForm>,
 ) -> Result<Response, PageError> {
-    check_post(&app, &headers, &user, form.csrf.as_deref())?;
     admin_only(&user)?;
     let slug = form.slug.as_deref().unwrap_or("").trim();
     let ip: IpAddr = form
@@ -105,11 +101,9 @@ pub(crate) async fn add_bottle(
 pub(crate) async fn remove_bottle(
     State(app): State<App>,
     user: PageUser,
-    headers: HeaderMap,
     Path(slug): Path<String>,
     Form(form): Form<BottleForm>,
 ) -> Result<Response, PageError> {
-    check_post(&app, &headers, &user, form.csrf.as_deref())?;
     admin_only(&user)?;
     if form.confirm.as_deref() != Some("yes") {
         return Err(PageError::bad_request(
@@ -188,7 +182,6 @@ pub(crate) async fn operators(
 
 #[derive(Deserialize)]
 pub(crate) struct OperatorForm {
-    csrf: Option<String>,
     name: Option<String>,
     role: Option<String>,
     bottles: Option<String>,
@@ -197,10 +190,8 @@ pub(crate) struct OperatorForm {
 pub(crate) async fn add_operator(
     State(app): State<App>,
     user: PageUser,
-    headers: HeaderMap,
     Form(form): Form<OperatorForm>,
 ) -> Result<Response, PageError> {
-    check_post(&app, &headers, &user, form.csrf.as_deref())?;
     operators_admin(&user)?;
     let name = form.name.as_deref().unwrap_or("").trim();
     let role: Role = form
@@ -233,11 +224,8 @@ pub(crate) async fn add_operator(
 pub(crate) async fn remove_operator(
     State(app): State<App>,
     user: PageUser,
-    headers: HeaderMap,
     Path(name): Path<String>,
-    Form(form): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
-    check_post(&app, &headers, &user, form.csrf.as_deref())?;
     operators_admin(&user)?;
     app.store().remove_operator(&name, &user.actor).await?;
     Ok(Redirect::to("/operators").into_response())
@@ -246,11 +234,8 @@ pub(crate) async fn remove_operator(
 pub(crate) async fn new_link(
     State(app): State<App>,
     user: PageUser,
-    headers: HeaderMap,
     Path(name): Path<String>,
-    Form(form): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
-    check_post(&app, &headers, &user, form.csrf.as_deref())?;
     operators_admin(&user)?;
     let link = app.store().operator_link(&name, &user.actor).await?;
     let url = link.url(app.public_url());
@@ -265,11 +250,8 @@ pub(crate) async fn new_link(
 pub(crate) async fn new_token(
     State(app): State<App>,
     user: PageUser,
-    headers: HeaderMap,
     Path(name): Path<String>,
-    Form(form): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
-    check_post(&app, &headers, &user, form.csrf.as_deref())?;
     operators_admin(&user)?;
     let token = app.store().operator_token(&name, &user.actor).await?;
     let what = format!(

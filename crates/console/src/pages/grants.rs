@@ -2,16 +2,15 @@
 //! (`?host=NAME`), and revoke.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use supervise_store::{Grant, model};
 
 use super::{Chrome, PageError, html};
 use crate::app::App;
-use crate::auth::{PageUser, check_post};
+use crate::auth::PageUser;
 use crate::view;
 
 pub(crate) struct GrantView {
@@ -99,19 +98,11 @@ pub(crate) async fn page(
     Ok(html(StatusCode::OK, &page))
 }
 
-#[derive(Deserialize)]
-pub(crate) struct CsrfForm {
-    pub csrf: Option<String>,
-}
-
 pub(crate) async fn revoke(
     State(app): State<App>,
     user: PageUser,
-    headers: HeaderMap,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
-    check_post(&app, &headers, &user, form.csrf.as_deref())?;
     let grant = app.store().revoke(&id, &user.actor).await?;
     tracing::info!(host = %grant.host, bottle = %grant.bottle, proposal = %grant.proposal_id, grant = %grant.id,
         operator = %user.operator.name, "grant revoked in the console");

@@ -2,49 +2,20 @@
 //! (in `templates/`). Every page works without JavaScript; `static/live.js` only refreshes
 //! the part marked `id="live"` when the change feed says something happened.
 
-mod admin;
-mod audit;
-mod grants;
-mod live;
-mod proposal;
-mod queue;
-mod sign_in;
+pub(crate) mod admin;
+pub(crate) mod audit;
+pub(crate) mod grants;
+pub(crate) mod live;
+pub(crate) mod proposal;
+pub(crate) mod queue;
+pub(crate) mod sign_in;
 
 use askama::Template;
-use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
 
-use crate::app::App;
 use crate::auth::PageUser;
 pub(crate) use crate::error::PageError;
-
-pub(crate) fn router() -> Router<App> {
-    Router::new()
-        .route("/", get(queue::page))
-        .route("/proposals/{id}", get(proposal::page))
-        .route("/proposals/{id}/approve", post(proposal::approve))
-        .route("/proposals/{id}/modify", post(proposal::modify))
-        .route("/proposals/{id}/reject", post(proposal::reject))
-        .route("/grants", get(grants::page))
-        .route("/grants/{id}/revoke", post(grants::revoke))
-        .route("/audit", get(audit::page))
-        .route("/bottles", get(admin::bottles).post(admin::add_bottle))
-        .route("/bottles/{slug}/remove", post(admin::remove_bottle))
-        .route(
-            "/operators",
-            get(admin::operators).post(admin::add_operator),
-        )
-        .route("/operators/{name}/remove", post(admin::remove_operator))
-        .route("/operators/{name}/link", post(admin::new_link))
-        .route("/operators/{name}/token", post(admin::new_token))
-        .route("/sign-in", get(sign_in::need_link))
-        .route("/sign-in/{secret}", get(sign_in::page).post(sign_in::spend))
-        .route("/sign-out", post(sign_in::sign_out))
-        .route("/live", get(live::stream))
-        .fallback(not_found)
-}
 
 /// What every signed-in page's frame shows: who is signed in, the navigation (admins see
 /// bottles and operators), the sign-out form with its CSRF token, and whether the page
@@ -117,6 +88,6 @@ impl IntoResponse for PageError {
     }
 }
 
-async fn not_found() -> PageError {
+pub(crate) async fn not_found() -> PageError {
     PageError::not_found("there is no such page")
 }

@@ -6,7 +6,7 @@
 use askama::Template;
 use axum::Form;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -14,7 +14,8 @@ use supervise_store::{Event, Proposal, Status, StoreError, Verdict};
 
 use super::{Chrome, PageError, html};
 use crate::app::App;
-use crate::auth::{PageUser, check_post};
+use crate::auth::PageUser;
+use crate::input::grant_duration;
 use crate::view;
 
 pub(crate) struct DecisionView {
@@ -156,7 +157,6 @@ pub(crate) async fn page(
 /// The fields of the three decision forms; each form sends the ones it has.
 #[derive(Deserialize)]
 pub(crate) struct DecideForm {
-    csrf: Option<String>,
     note: Option<String>,
     #[serde(rename = "for")]
     grant_for: Option<String>,
@@ -171,31 +171,28 @@ pub(crate) struct DecideForm {
 pub(crate) async fn approve(
     state: State<App>,
     user: PageUser,
-    headers: HeaderMap,
     id: Path<String>,
     form: Form<DecideForm>,
 ) -> Result<Response, PageError> {
-    decide(state, user, headers, id, form, Action::Approve).await
+    decide(state, user, id, form, Action::Approve).await
 }
 
 pub(crate) async fn modify(
     state: State<App>,
     user: PageUser,
-    headers: HeaderMap,
     id: Path<String>,
     form: Form<DecideForm>,
 ) -> Result<Response, PageError> {
-    decide(state, user, headers, id, form, Action::Modify).await
+    decide(state, user, id, form, Action::Modify).await
 }
 
 pub(crate) async fn reject(
     state: State<App>,
     user: PageUser,
-    headers: HeaderMap,
     id: Path<String>,
     form: Form<DecideForm>,
 ) -> Result<Response, PageError> {
-    decide(state, user, headers, id, form, Action::Reject).await
+    decide(state, user, id, form, Action::Reject).await
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -208,12 +205,10 @@ enum Action {
 async fn decide(
     State(app): State<App>,
     user: PageUser,
-    headers: HeaderMap,
     Path(id): Path<String>,
     Form(form): Form<DecideForm>,
     action: Action,
 ) -> Result<Response, PageError> {
-    check_post(&app, &headers, &user, form.csrf.as_deref())?;
     // The store refuses a viewer too; asking first keeps the answer 403 rather than a
     // complaint about the form.
     if !user.actor.may_decide() {
@@ -233,7 +228,7 @@ async fn decide(
     }
     let grant_for = match form.grant_for.as_deref().map(str::trim) {
         None | Some("") => None,
-        Some(text) => match crate::api::grant_duration(text) {
+        Some(text) => match grant_duration(text) {
             Ok(d) => Some(d),
             Err(err) => return again(err).await,
         },

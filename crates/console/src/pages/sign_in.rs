@@ -1,18 +1,19 @@
 //! Signing in and out. Opening a link shows a button and changes nothing (a link preview
 //! or a scanner cannot use it up); pressing it posts, spends the link and starts a session
-//! cookie. Attempts are rate-limited per source address.
+//! cookie. The pages' guard refuses a post from another origin first
+//! (`auth::guard`); the attempts that pass it are rate-limited per source address and in
+//! total.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{ConnectInfo, Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use supervise_store::{SignInRefusal, StoreError, Timestamp};
 
-use super::grants::CsrfForm;
 use super::{PageError, html};
 use crate::app::App;
-use crate::auth::{self, PageUser, check_post, same_origin};
+use crate::auth::{self, PageUser};
+use crate::limit::Over;
 use crate::listener::Peer;
 
 #[derive(Template)]
@@ -57,24 +58,18 @@ fn refused(status: StatusCode, message: &str) -> Response {
 pub(crate) async fn spend(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
-    headers: HeaderMap,
     Path(secret): Path<String>,
 ) -> Response {
-    if !app.limiter().allow(peer.0.ip()) {
-        tracing::info!(peer = %peer.0.ip(), "sign-in rate limit reached");
-        let mut resp = refused(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too many sign-in attempts from this address; wait a minute",
-        );
+    if let Err(over) = app.limiter().allow(peer.0.ip()) {
+        tracing::info!(peer = %peer.0.ip(), ?over, "sign-in rate limit reached");
+        let message = match over {
+            Over::Address => "too many sign-in attempts from this address; wait a minute",
+            Over::Total => "too many sign-in attempts to this console; wait a minute",
+        };
+        let mut resp = refused(StatusCode::TOO_MANY_REQUESTS, message);
         resp.headers_mut()
             .insert(header::RETRY_AFTER, header::HeaderValue::from_static("60"));
         return resp;
-    }
-    if !same_origin(&app, &headers) {
-        return refused(
-            StatusCode::FORBIDDEN,
-            "this sign-in was not sent from the console's own page",
-        );
     }
     match app.store().sign_in(&secret).await {
         Ok(session) => {
@@ -105,10 +100,7 @@ pub(crate) async fn spend(
 pub(crate) async fn sign_out(
     State(app): State<App>,
     user: PageUser,
-    headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
-    check_post(&app, &headers, &user, form.csrf.as_deref())?;
     app.store().sign_out(&user.secret).await?;
     tracing::info!(operator = %user.operator.name, at = %Timestamp::now(), "signed out");
     let mut resp = Redirect::to("/sign-in").into_response();

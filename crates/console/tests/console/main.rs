@@ -2,13 +2,15 @@
 //! in-process on a real SQLite file) over real HTTP: `security` (roles, scopes, CSRF,
 //! Origin, links, sessions, headers, rate limit), `api` (every endpoint with a bearer
 //! token, conflicts, the live feed), `hosts` (two hosts' bottles: names and `?host=`
-//! filters on pages and API), `scope` (what an operator limited to some bottles learns
-//! of the rest: id prefixes, the trail) and `browser` (the operator's day in real headless
-//! Chromium through WebDriver, with an agent on the real MCP server).
+//! filters on pages and API), `limits` (stalled clients, sign-in floods), `scope` (what an
+//! operator limited to some bottles learns of the rest: id prefixes, the trail) and
+//! `browser` (the operator's day in real headless Chromium through WebDriver, with an agent
+//! on the real MCP server).
 
 mod api;
 mod browser;
 mod harness;
 mod hosts;
+mod limits;
 mod scope;
 mod security;

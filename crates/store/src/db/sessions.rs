@@ -39,38 +39,46 @@ async fn live_session(
     .await?)
 }
 
+/// The operator a sign-in link would sign in at `now`; refused when the link is unknown (or
+/// its operator was removed), spent, or expired.
+async fn link_usable(conn: &mut AnyConnection, hashed: &str, now: &Timestamp) -> StoreResult<i64> {
+    // The live flag as 1/0: the same integer on both backends (sqlx's Any driver reads
+    // no SQLite integer as a bool).
+    let link: Option<(i64, String, Option<String>, i32)> = sqlx::query_as(
+        "SELECT l.operator_id, l.expires_at, l.spent_at, \
+         CASE WHEN o.removed_at IS NULL THEN 1 ELSE 0 END \
+         FROM sign_in_links l JOIN operators o ON o.id = l.operator_id WHERE l.hash = $1",
+    )
+    .bind(hashed)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match link {
+        None | Some((_, _, _, 0)) => Err(StoreError::SignInRefused(SignInRefusal::Unknown)),
+        Some((_, _, Some(_), _)) => Err(StoreError::SignInRefused(SignInRefusal::Spent)),
+        Some((_, expires_at, None, _)) if expires_at.as_str() <= now.as_str() => {
+            Err(StoreError::SignInRefused(SignInRefusal::Expired))
+        }
+        Some((id, ..)) => Ok(id),
+    }
+}
+
 impl Store {
     /// Spends a sign-in link and starts a session, in one transaction: of two sign-ins with
     /// the same link exactly one succeeds. Refused ([`StoreError::SignInRefused`]) when the
-    /// link is unknown (or its operator was removed), spent, or expired. Records
-    /// `signed-in` (actor `operator:NAME`, via console).
+    /// link is unknown (or its operator was removed), spent, or expired; a refusal is read
+    /// without the write lock, so guessing links slows no writer. Records `signed-in`
+    /// (actor `operator:NAME`, via console).
     #[instrument(skip_all, err)]
     pub async fn sign_in(&self, link_secret: &str) -> StoreResult<NewSession> {
         let hashed = hash(link_secret.trim());
+        {
+            let mut conn = self.inner.pool.acquire().await?;
+            link_usable(&mut conn, &hashed, &Timestamp::now()).await?;
+        }
         let mut w = self.write().await?;
         let now = Timestamp::now();
-        // The live flag as 1/0: the same integer on both backends (sqlx's Any driver reads
-        // no SQLite integer as a bool).
-        let link: Option<(i64, String, Option<String>, i32)> = sqlx::query_as(
-            "SELECT l.operator_id, l.expires_at, l.spent_at, \
-             CASE WHEN o.removed_at IS NULL THEN 1 ELSE 0 END \
-             FROM sign_in_links l JOIN operators o ON o.id = l.operator_id WHERE l.hash = $1",
-        )
-        .bind(&hashed)
-        .fetch_optional(w.conn())
-        .await?;
-        let operator_id = match link {
-            None | Some((_, _, _, 0)) => {
-                return Err(StoreError::SignInRefused(SignInRefusal::Unknown));
-            }
-            Some((_, _, Some(_), _)) => {
-                return Err(StoreError::SignInRefused(SignInRefusal::Spent));
-            }
-            Some((_, expires_at, None, _)) if expires_at.as_str() <= now.as_str() => {
-                return Err(StoreError::SignInRefused(SignInRefusal::Expired));
-            }
-            Some((id, ..)) => id,
-        };
+        // Again under the lock: another sign-in may have spent it since.
+        let operator_id = link_usable(w.conn(), &hashed, &now).await?;
         sqlx::query("UPDATE sign_in_links SET spent_at = $1 WHERE hash = $2")
             .bind(now.as_str())
             .bind(&hashed)

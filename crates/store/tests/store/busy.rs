@@ -4,7 +4,9 @@
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use supervise_store::{Actor, Backend, ProposalLimits, Store, StoreError, StoreOptions, Verdict};
+use supervise_store::{
+    Actor, Backend, ProposalLimits, Role, SignInRefusal, Store, StoreError, StoreOptions, Verdict,
+};
 
 async fn busy_database_is_retryable_and_recovers(db: TestDb) {
     let setup = db.open().await;
@@ -94,6 +96,68 @@ async fn a_write_waits_for_a_lock_released_within_the_busy_timeout(db: TestDb) {
     );
 }
 on_both!(a_write_waits_for_a_lock_released_within_the_busy_timeout);
+
+/// A sign-in with a link that does not work (unknown, spent, expired) is refused from a
+/// read: it never waits for the write lock, so a flood of guesses slows no writer. A good
+/// link still needs the lock.
+async fn a_failed_sign_in_takes_no_write_lock(db: TestDb) {
+    let setup = db.open().await;
+    let (_, spent) = setup
+        .add_operator("ann", Role::Viewer, &[], &Actor::cli("root"))
+        .await
+        .unwrap();
+    setup.sign_in(spent.secret.expose()).await.unwrap();
+    let expired = setup
+        .operator_link("ann", &Actor::cli("root"))
+        .await
+        .unwrap();
+    let mut conn = db.raw().await;
+    sqlx::query(
+        "UPDATE sign_in_links SET expires_at = '2026-01-01T00:00:00.000Z' WHERE spent_at IS NULL",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    drop(conn);
+    let good = setup
+        .operator_link("ann", &Actor::cli("root"))
+        .await
+        .unwrap();
+    setup.close().await;
+
+    let store = Store::open(
+        &db.path,
+        StoreOptions {
+            busy_timeout: Duration::from_millis(300),
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut holder = db.raw().await;
+    sqlx::raw_sql(take_write_lock(db.backend))
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    for (secret, why) in [
+        ("no-such-link", SignInRefusal::Unknown),
+        (spent.secret.expose(), SignInRefusal::Spent),
+        (expired.secret.expose(), SignInRefusal::Expired),
+    ] {
+        let r = store.sign_in(secret).await;
+        assert!(
+            matches!(&r, Err(StoreError::SignInRefused(w)) if *w == why),
+            "{why:?}: {r:?}"
+        );
+    }
+    assert!(matches!(
+        store.sign_in(good.secret.expose()).await,
+        Err(StoreError::Busy)
+    ));
+    sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+    store.sign_in(good.secret.expose()).await.unwrap();
+}
+on_both!(a_failed_sign_in_takes_no_write_lock);
 
 /// What a writer of another process runs first to hold the write lock, as the store's own
 /// writers begin (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: the writers' advisory lock, as

@@ -11,11 +11,6 @@ use std::path::{Path, PathBuf};
 use crate::lex::{lex, tokens};
 use crate::{crate_dirs, read, report, shown};
 
-/// Crates whose import cycle is being removed on another branch: their cycle is printed but
-/// does not fail the test, and the test fails once the cycle is gone, so the entry is
-/// removed with it. Empty this list when that branch is merged.
-const CYCLES_BEING_REMOVED: &[&str] = &["console"];
-
 type Tokens = Vec<(usize, String)>;
 type ModPath = Vec<String>;
 
@@ -378,12 +373,6 @@ fn one_loop(
 fn no_module_import_cycle_in_any_crate() {
     let mut problems = Vec::new();
     for dir in crate_dirs() {
-        let name = dir
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
-        let mut found = false;
         for root in ["src/lib.rs", "src/main.rs"].map(|r| dir.join(r)) {
             if !root.is_file() {
                 continue;
@@ -394,7 +383,6 @@ fn no_module_import_cycle_in_any_crate() {
                 .map(|(m, (_, toks))| (m.clone(), dependencies(m, toks, &modules)))
                 .collect();
             for comp in cycles(&edges) {
-                found = true;
                 let mut files: Vec<String> = comp.iter().map(|m| shown(&modules[m].0)).collect();
                 files.sort();
                 let text = format!(
@@ -404,18 +392,8 @@ fn no_module_import_cycle_in_any_crate() {
                     files.join(", "),
                     one_loop(&comp, &edges, &modules)
                 );
-                if CYCLES_BEING_REMOVED.contains(&name.as_str()) {
-                    eprintln!("known, being removed: {text}");
-                } else {
-                    problems.push(text);
-                }
+                problems.push(text);
             }
-        }
-        if !found && CYCLES_BEING_REMOVED.contains(&name.as_str()) {
-            problems.push(format!(
-                "crates/{name} has no import cycle any more: remove \"{name}\" from \
-                 CYCLES_BEING_REMOVED in crates/tests/tests/tidy/cycles.rs"
-            ));
         }
     }
     report(
