@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use supervise_store::{Actor, Backend, ProposalLimits, Store, StoreError, StoreOptions, Verdict};
+use supervise_store::{Actor, ProposalLimits, Store, StoreError, StoreOptions, Verdict};
 
 async fn busy_database_is_retryable_and_recovers(db: TestDb) {
     let setup = db.open().await;
@@ -94,13 +94,3 @@ async fn a_write_waits_for_a_lock_released_within_the_busy_timeout(db: TestDb) {
     );
 }
 on_both!(a_write_waits_for_a_lock_released_within_the_busy_timeout);
-
-/// What a writer of another process runs first to hold the write lock, as the store's own
-/// writers begin (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: the writers' advisory lock, as
-/// another host's server would take it).
-fn take_write_lock(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Sqlite => "BEGIN IMMEDIATE",
-        _ => "BEGIN; SELECT pg_advisory_xact_lock(8319679467651230067)",
-    }
-}
