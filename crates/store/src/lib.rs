@@ -7,7 +7,7 @@
 //! [`error`] is the one error type; [`clock`] the duration syntax;
 //! [`paths`] finds the database file; [`text`] escapes agent text for display. The [`Store`] itself is `db`, split by aggregate
 //! (`db/bottles.rs`, `db/proposals.rs`, `db/decisions.rs`, `db/grants.rs`, `db/gate.rs`,
-//! `db/tasks.rs`, `db/feed.rs`, `db/operators.rs` and `db/sessions.rs` (console operators,
+//! `db/tasks.rs`, `db/feed.rs` (and `db/follow.rs`, [`Follow`]: the one follower of the change feed), `db/operators.rs` and `db/sessions.rs` (console operators,
 //! their sign-in links, sessions and API tokens), and `db/egress.rs`, the one egress decision every
 //! enforcement point asks),
 //! with the file and migrations in `db/schema.rs`, row decoding in `db/rows.rs` and event
@@ -28,7 +28,7 @@ pub mod paths;
 pub mod text;
 
 pub use db::{
-    Backend, Changes, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL,
+    Backend, Changes, Follow, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL,
     ServerClaim, Store, StoreOptions, default_host,
 };
 pub use error::{StoreError, StoreResult};
