@@ -44,7 +44,7 @@ use tracing::instrument;
 
 pub use backend::{Backend, Location};
 pub use changes::Changes;
-pub use follow::Follow;
+pub use follow::{Follow, Woken};
 
 use crate::error::{StoreError, StoreResult};
 

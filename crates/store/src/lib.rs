@@ -28,8 +28,8 @@ pub mod paths;
 pub mod text;
 
 pub use db::{
-    Backend, Changes, Follow, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL,
-    ServerClaim, Store, StoreOptions, default_host,
+    Backend, Changes, Follow, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX,
+    SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, default_host,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

@@ -19,6 +19,16 @@ use crate::model::Event;
 /// How often a follower reads on its own while the store's change signal is live.
 const NOTIFIED_EVERY: Duration = Duration::from_secs(2);
 
+/// What ended a [`Follow::wait`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woken {
+    /// The store's change signal: something was committed, or the signal was lost or is
+    /// back (so something may have been missed).
+    Signal,
+    /// The interval since the last read passed.
+    Interval,
+}
+
 /// A position in the change feed and the means to read on from it (see the module docs).
 /// Reading never waits; [`Follow::wait`] and [`Follow::next_page`] do. Every method is
 /// cancel-safe: a read or wait dropped half-way loses nothing and moves nothing.
@@ -112,9 +122,9 @@ impl Follow {
 
     /// Returns when the feed may have grown: the store's change signal woke it, or the
     /// interval since the last read has passed ([`NOTIFIED_EVERY`] while the signal is live,
-    /// else [`Follow::every`]). Starts listening for the signal at its first call, so call it
-    /// from within a tokio runtime.
-    pub async fn wait(&mut self) {
+    /// else [`Follow::every`]); says which. Starts listening for the signal at its first
+    /// call, so call it from within a tokio runtime.
+    pub async fn wait(&mut self) -> Woken {
         let changes = self.changes.get_or_insert_with(|| self.store.changes());
         let every = if changes.live() {
             self.every.max(NOTIFIED_EVERY)
@@ -122,8 +132,8 @@ impl Follow {
             self.every
         };
         tokio::select! {
-            () = tokio::time::sleep_until(self.read_at + every) => {}
-            () = changes.changed() => tracing::debug!("change feed woken by its signal"),
+            () = tokio::time::sleep_until(self.read_at + every) => Woken::Interval,
+            () = changes.changed() => Woken::Signal,
         }
     }
 

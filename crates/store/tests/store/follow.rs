@@ -99,7 +99,10 @@ async fn a_follower_resumes_from_a_position(db: TestDb) {
     skipping.skip_to(mid);
     skipping.skip_to(1);
     assert_eq!(skipping.position(), mid);
-    assert_eq!(seqs(&skipping.read_page().await.unwrap())[0], after_mid[0].seq);
+    assert_eq!(
+        seqs(&skipping.read_page().await.unwrap())[0],
+        after_mid[0].seq
+    );
 
     // From the end: nothing until something is appended.
     let mut from_end = store.follow_from_end().await.unwrap();
