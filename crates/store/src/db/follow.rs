@@ -3,10 +3,10 @@
 //! API's backlog and stream catch-up, `list --watch`). It reads the events after its
 //! position a page of [`Follow::PAGE`] at a time; between reads it waits for the store's
 //! change signal ([`Store::changes`]: PostgreSQL's `NOTIFY`, SQLite's data version) and,
-//! as a safety net, its interval: every [`NOTIFIED_EVERY`] while the signal is live, every
-//! [`Follow::every`] while it is lost (or on a store without one). A wake-up is a hint, never
-//! the data: the follower always reads the feed itself, so a lost signal delays a read and
-//! never loses an event.
+//! as a safety net, its interval: every [`Follow::NOTIFIED_EVERY`] while the signal is
+//! live, every [`Follow::every`] while it is lost (or on a store without one). A wake-up is
+//! a hint, never the data: the follower always reads the feed itself, so a lost signal
+//! delays a read and never loses an event.
 
 use std::time::Duration;
 
@@ -15,9 +15,6 @@ use tokio::time::Instant;
 use super::{Changes, Store};
 use crate::error::StoreResult;
 use crate::model::Event;
-
-/// How often a follower reads on its own while the store's change signal is live.
-const NOTIFIED_EVERY: Duration = Duration::from_secs(2);
 
 /// What ended a [`Follow::wait`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,9 +70,12 @@ impl Follow {
     pub const PAGE: u32 = 1000;
     /// How often a follower reads while the change signal is lost, unless told otherwise.
     pub const EVERY: Duration = Duration::from_millis(250);
+    /// How often a follower reads on its own while the store's change signal is live (a
+    /// safety net), unless its interval is longer.
+    pub const NOTIFIED_EVERY: Duration = Duration::from_secs(2);
 
     /// The same follower, reading every `every` while the change signal is lost (and at
-    /// least every [`NOTIFIED_EVERY`] while it is live).
+    /// least every [`Follow::NOTIFIED_EVERY`] while it is live).
     #[must_use]
     pub fn every(mut self, every: Duration) -> Follow {
         self.every = every;
@@ -121,13 +121,13 @@ impl Follow {
     }
 
     /// Returns when the feed may have grown: the store's change signal woke it, or the
-    /// interval since the last read has passed ([`NOTIFIED_EVERY`] while the signal is live,
-    /// else [`Follow::every`]); says which. Starts listening for the signal at its first
-    /// call, so call it from within a tokio runtime.
+    /// interval since the last read has passed ([`Follow::NOTIFIED_EVERY`] while the signal
+    /// is live, else [`Follow::every`]); says which. Starts listening for the signal at its
+    /// first call, so call it from within a tokio runtime.
     pub async fn wait(&mut self) -> Woken {
         let changes = self.changes.get_or_insert_with(|| self.store.changes());
         let every = if changes.live() {
-            self.every.max(NOTIFIED_EVERY)
+            self.every.max(Self::NOTIFIED_EVERY)
         } else {
             self.every
         };
