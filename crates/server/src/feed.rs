@@ -1,26 +1,22 @@
-//! The one reader of the store's change feed. A task reads the events after its position
-//! every watch interval, or at once when the store's change notification says the trail
-//! may have grown (PostgreSQL's `NOTIFY`, SQLite's data version; one range scan, whatever
-//! the number of subscribers), and publishes
-//! each page as a batch; the waiters' watcher and the hook runner subscribe to it. A
-//! subscriber that falls behind reads the gap from the store itself, page by page, so it
+//! The one reader of the store's change feed in the server. A task follows the feed
+//! ([`supervise_store::Follow`]: at once when the store's change signal says the trail may
+//! have grown, PostgreSQL's `NOTIFY` or SQLite's data version, else at its interval; one
+//! range scan, whatever the number of subscribers) and publishes each page as a batch; the
+//! waiters' watcher and the hook runner subscribe to it. A subscriber that falls behind
+//! reads the gap from the store itself with a follower of its own, page by page, so it
 //! loses nothing and the reader never waits for it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use supervise_store::{Event, Store};
+use supervise_store::{Event, Follow, Store, Woken};
 use tokio::sync::{Notify, broadcast, watch};
 
 use crate::shutdown::Shutdown;
 
-/// Events read at once, by the reader and by a subscriber catching up.
-const PAGE: u32 = 1000;
 /// Batches kept for a subscriber that is slow to take them; past that it catches up from
 /// the store.
 const CAPACITY: usize = 64;
-/// How often the reader reads on its own while the store's change signal is live.
-const NOTIFIED_EVERY: Duration = Duration::from_secs(2);
 /// How long a subscriber that could not read its gap waits before it tries again.
 const RETRY: Duration = Duration::from_millis(200);
 
@@ -62,9 +58,9 @@ pub(crate) struct Feed {
 /// One subscriber's view of the feed.
 #[derive(Debug)]
 pub(crate) struct Subscription {
-    store: Store,
-    /// The last event this subscriber was given.
-    seq: i64,
+    /// Its position is the last event this subscriber was given; it reads (never waits)
+    /// only to catch up.
+    follow: Follow,
     batches: broadcast::Receiver<Batch>,
     failing: watch::Receiver<bool>,
     /// False once the reader is gone (its health can no longer change).
@@ -102,8 +98,7 @@ impl Feed {
     /// from the store first, page by page.
     pub(crate) fn subscribe_from(&self, seq: i64) -> Subscription {
         Subscription {
-            store: self.store.clone(),
-            seq,
+            follow: self.store.follow(seq),
             batches: self.batches.subscribe(),
             failing: self.failing.subscribe(),
             health_open: true,
@@ -113,46 +108,39 @@ impl Feed {
         }
     }
 
-    /// Reads the feed every `every`, or at once when a subscriber asks
+    /// Follows the feed, reading every `every` or at once when a subscriber asks
     /// ([`Subscription::read_now`]), and publishes what it finds, until shutdown starts. It
-    /// also reads as soon as the store's change signal wakes it (`Store::changes`), and
-    /// while that signal is live reads on its own only every [`NOTIFIED_EVERY`] (a safety
-    /// net); when the signal is lost (PostgreSQL's listener disconnected, SQLite's watch
-    /// closed) it is back to `every` until the signal is back.
+    /// also reads as soon as the store's change signal wakes it, and while that signal is
+    /// live reads on its own only as a safety net; when the signal is lost (PostgreSQL's
+    /// listener disconnected, SQLite's watch closed) it is back to `every` until the
+    /// signal is back ([`Follow::wait`]).
     pub(crate) async fn run(self, every: Duration, shutdown: Shutdown) {
-        let mut seq = self.start;
-        let mut changes = self.store.changes();
+        let mut follow = self.store.follow(self.start).every(every);
         let stop = shutdown.started();
         tokio::pin!(stop);
         loop {
-            let wait = if changes.live() {
-                every.max(NOTIFIED_EVERY)
-            } else {
-                every
-            };
             tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = changes.changed() => tracing::debug!("change feed woken by a notification"),
+                woken = follow.wait() => if woken == Woken::Signal {
+                    tracing::debug!("change feed woken by a notification");
+                },
                 () = self.kick.notified() => {}
                 () = &mut stop => return,
             }
             loop {
-                match self.store.events_after(seq, PAGE).await {
+                let after = follow.position();
+                match follow.read_page().await {
                     Ok(events) => {
                         if self.set_failing(false) {
                             tracing::info!("change feed readable again");
                         }
-                        let full = events.len() == PAGE as usize;
-                        if let Some(last) = events.last() {
-                            let after = seq;
-                            seq = last.seq;
+                        if !events.is_empty() {
                             // No subscriber is not an error: nothing to tell.
                             let _ = self.batches.send(Batch {
                                 after,
                                 events: events.into(),
                             });
                         }
-                        if !full {
+                        if follow.caught_up() {
                             break;
                         }
                     }
@@ -187,16 +175,13 @@ impl Subscription {
     /// loses nothing.
     pub(crate) async fn next(&mut self) -> Option<Update> {
         loop {
-            if self.seq < self.catch_up_to {
-                match self.store.events_after(self.seq, PAGE).await {
-                    Ok(events) => match events.last() {
-                        Some(last) => {
-                            self.seq = last.seq;
-                            return Some(Update::Events(events.into()));
-                        }
-                        // Nothing after our position at all: the batches carry on from here.
-                        None => self.catch_up_to = self.seq,
-                    },
+            if self.follow.position() < self.catch_up_to {
+                match self.follow.read_page().await {
+                    Ok(events) if !events.is_empty() => {
+                        return Some(Update::Events(events.into()));
+                    }
+                    // Nothing after our position at all: the batches carry on from here.
+                    Ok(_) => self.catch_up_to = self.follow.position(),
                     Err(e) => {
                         tracing::warn!(error = %e, "a feed subscriber could not read its backlog; retrying");
                         tokio::time::sleep(RETRY).await;
@@ -226,24 +211,20 @@ impl Subscription {
                     },
                 },
             };
-            if batch.after > self.seq {
+            if batch.after > self.follow.position() {
                 // Held before the read, so a caller that drops this future meanwhile
                 // finds the batch again on its next call.
                 self.held = Some(batch);
-                let gap = self.store.events_after(self.seq, PAGE).await;
-                match gap {
-                    Ok(events) => match events.last() {
-                        Some(last) => {
-                            self.seq = last.seq;
-                            return Some(Update::Events(events.into()));
+                match self.follow.read_page().await {
+                    Ok(events) if !events.is_empty() => {
+                        return Some(Update::Events(events.into()));
+                    }
+                    Ok(_) => {
+                        // Nothing there after all: the batch follows on directly.
+                        if let Some(b) = &self.held {
+                            self.follow.skip_to(b.after);
                         }
-                        None => {
-                            // Nothing there after all: the batch follows on directly.
-                            if let Some(b) = &self.held {
-                                self.seq = b.after;
-                            }
-                        }
-                    },
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "a feed subscriber could not read its gap; retrying");
                         tokio::time::sleep(RETRY).await;
@@ -254,21 +235,22 @@ impl Subscription {
             let Some(last) = batch.events.last().map(|e| e.seq) else {
                 continue;
             };
-            if last <= self.seq {
+            let seen = self.follow.position();
+            if last <= seen {
                 continue;
             }
-            let events = if batch.after == self.seq {
+            let events = if batch.after == seen {
                 batch.events
             } else {
                 // Partly read while catching up: only the rest is new.
                 batch
                     .events
                     .iter()
-                    .filter(|e| e.seq > self.seq)
+                    .filter(|e| e.seq > seen)
                     .cloned()
                     .collect()
             };
-            self.seq = last;
+            self.follow.skip_to(last);
             return Some(Update::Events(events));
         }
     }
@@ -317,7 +299,7 @@ mod tests {
             .await
             .unwrap();
         store.withdraw(bottle_id, &p.proposal().id).await.unwrap();
-        let all = store.events_after(start, 100).await.unwrap();
+        let all = store.follow(start).read_page().await.unwrap();
         assert!(all.len() >= 2, "{all:?}");
         // A batch that starts after the first event: the subscriber has a gap to read
         // first. Its first `next` is dropped while that read is under way, as the watcher
@@ -377,7 +359,8 @@ mod tests {
             }
         }
         let want: Vec<i64> = store
-            .events_after(start, 10_000)
+            .follow(start)
+            .read_page()
             .await
             .unwrap()
             .iter()

@@ -4,7 +4,7 @@
 //! first read, and a second process (the CLI, another host's server) can never interleave
 //! between a check and its update. [`backend`] is what differs between the two engines;
 //! the methods live with their aggregate in the submodules: [`file`] checks and creates
-//! a SQLite file and claims it for a server, [`schema`] probes and migrates it, [`rows`] decodes rows, [`trail`] appends events, [`feed`] reads them,
+//! a SQLite file and claims it for a server, [`schema`] probes and migrates it, [`rows`] decodes rows, [`trail`] appends events, [`feed`] reads them, [`follow`] follows them,
 //! and [`bottles`], [`proposals`], [`decisions`] and [`grants`] change and read the rest;
 //! [`gate`] is the git gate's one question, covered or filed, and [`egress`] the one egress
 //! decision ("may this bottle reach HOST:PORT now?"); [`operators`] manages console
@@ -17,6 +17,7 @@ mod decisions;
 mod egress;
 mod feed;
 mod file;
+mod follow;
 mod fresh;
 mod gate;
 mod grants;
@@ -43,6 +44,7 @@ use tracing::instrument;
 
 pub use backend::{Backend, Location};
 pub use changes::Changes;
+pub use follow::{Follow, Woken};
 
 use crate::error::{StoreError, StoreResult};
 

@@ -10,7 +10,7 @@
 //! is the words a person reads on every surface (flag meanings, a change on one line, an
 //! address, the one event document, [`EventDoc`]). The [`Store`] itself is `db`, split by aggregate
 //! (`db/bottles.rs`, `db/proposals.rs`, `db/decisions.rs`, `db/grants.rs`, `db/gate.rs`,
-//! `db/tasks.rs`, `db/feed.rs`, `db/operators.rs` and `db/sessions.rs` (console operators,
+//! `db/tasks.rs`, `db/feed.rs` (and `db/follow.rs`, [`Follow`]: the one follower of the change feed), `db/operators.rs` and `db/sessions.rs` (console operators,
 //! their sign-in links, sessions and API tokens), and `db/egress.rs`, the one egress decision every
 //! enforcement point asks),
 //! with the file and migrations in `db/schema.rs`, row decoding in `db/rows.rs` and event
@@ -34,8 +34,8 @@ pub mod present;
 pub mod text;
 
 pub use db::{
-    Backend, Changes, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL,
-    ServerClaim, Store, StoreOptions, default_host,
+    Backend, Changes, Follow, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX,
+    SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, default_host,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

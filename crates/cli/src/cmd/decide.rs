@@ -155,11 +155,7 @@ pub async fn bulk(
             slot.insert(bottle_name(store, key.0, key.1).await?);
         }
         let name = &names[&key];
-        let what = format!(
-            "{name}: {} {}",
-            kind,
-            render::change_text(kind, &p.change)
-        );
+        let what = format!("{name}: {} {}", kind, render::change_text(kind, &p.change));
         // `observed` says who filed it (the proxy), not that the change is risky.
         let risky = p.flags.iter().any(|f| *f != Flag::Observed);
         if risky && !bulk.include_flagged {

@@ -1,6 +1,7 @@
-//! `supervise list --watch`: the current list, then one line per change, read from the
-//! store's event feed every [`POLL`]. Ends cleanly (exit 0) on Ctrl-C or SIGTERM, and when
-//! stdout is closed (checked every poll, so a closed pipe is noticed even while idle).
+//! `supervise list --watch`: the current list, then one line per change, read as the
+//! store's change signal says the feed grew ([`supervise_store::Follow`]; every [`POLL`]
+//! while the signal is lost). Ends cleanly (exit 0) on Ctrl-C or SIGTERM, and when stdout is
+//! closed (checked every [`POLL`], so a closed pipe is noticed even while idle).
 
 use std::io::Write;
 use std::time::Duration;
@@ -12,16 +13,14 @@ use super::{Ctx, print_json_line, queue};
 use crate::cli::ListArgs;
 use crate::render::{self, Color, Style};
 
-/// How often the event feed is read.
+/// How often stdout is checked, and the feed read while the store's change signal is lost.
 pub const POLL: Duration = Duration::from_millis(250);
-/// Events read per query; more are read at once when there are.
-const BATCH: u32 = 500;
 
 pub async fn run(ctx: &Ctx, store: &Store, args: &ListArgs, out: &mut dyn Write) -> Result<()> {
     let mut stop = Stop::new()?;
-    // The cursor is taken before the snapshot, so no change falls between the two (one
-    // may show in both, which is harmless).
-    let mut seq = store.last_seq().await?;
+    // The follower starts before the snapshot is read, so no change falls between the two
+    // (one may show in both, which is harmless).
+    let mut follow = store.follow_from_end().await?.every(POLL);
     let proposals = queue::snapshot(store, args).await?;
     if args.json {
         print_json_line(out, &queue::document(&proposals))?;
@@ -32,36 +31,36 @@ pub async fn run(ctx: &Ctx, store: &Store, args: &ListArgs, out: &mut dyn Write)
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tokio::select! {
+        // Every branch is cancel-safe: a tick between two reads loses no event.
+        let events = tokio::select! {
             _ = stop.wait() => return Ok(()),
-            _ = tick.tick() => {}
-        }
+            _ = tick.tick() => {
+                if stdout_closed() {
+                    return Ok(());
+                }
+                continue;
+            }
+            page = follow.next_page() => page?,
+        };
         if stdout_closed() {
             return Ok(());
         }
-        loop {
-            let events = store.events_after(seq, BATCH).await?;
-            for e in &events {
-                seq = e.seq;
-                if args
-                    .bottle
-                    .as_deref()
-                    .is_some_and(|b| e.bottle.as_deref() != Some(b))
-                {
-                    continue;
-                }
-                if args.json {
-                    print_json_line(out, &e.document())?;
-                } else {
-                    let e = with_change(store, e).await;
-                    writeln!(out, "{}", event_line(ctx.style, &e))?;
-                }
+        for e in &events {
+            if args
+                .bottle
+                .as_deref()
+                .is_some_and(|b| e.bottle.as_deref() != Some(b))
+            {
+                continue;
             }
-            out.flush()?;
-            if events.len() < BATCH as usize {
-                break;
+            if args.json {
+                print_json_line(out, &e.document())?;
+            } else {
+                let e = with_change(store, e).await;
+                writeln!(out, "{}", event_line(ctx.style, &e))?;
             }
         }
+        out.flush()?;
     }
 }
 

@@ -15,7 +15,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Json, Response};
 use futures_util::stream;
 use serde::Deserialize;
-use supervise_store::{Actor, Event, EventDoc};
+use supervise_store::{Actor, Event, EventDoc, Follow};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use utoipa::IntoParams;
@@ -27,8 +27,6 @@ use crate::auth::ApiUser;
 
 /// Events in one JSON answer at most.
 const JSON_LIMIT: u32 = 1000;
-/// Events read from the store per query while catching up.
-const PAGE: u32 = 512;
 /// How often an open stream checks that its token still holds.
 const RECHECK: Duration = Duration::from_secs(5);
 
@@ -69,11 +67,11 @@ pub(crate) async fn events(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok());
-    let after = match q.after.or(resume) {
-        Some(seq) => seq.max(0),
-        None => app.store().last_seq().await?,
+    let follow = match q.after.or(resume) {
+        Some(seq) => app.store().follow(seq),
+        None => app.store().follow_from_end().await?,
     };
-    Ok(stream_from(app, user, host, after))
+    Ok(stream_from(app, user, host, follow))
 }
 
 /// Whether the stream or answer for `actor`, filtered to `host`, carries `event`: the
@@ -92,13 +90,10 @@ async fn backlog(
     host: Option<&str>,
     after: Option<i64>,
 ) -> Result<Vec<EventDoc>, ApiError> {
-    let mut pos = after.unwrap_or(0).max(0);
+    let mut follow = app.store().follow(after.unwrap_or(0));
     let mut docs = Vec::new();
     loop {
-        let page = app.store().events_after(pos, PAGE).await?;
-        let full = page.len() == PAGE as usize;
-        for event in &page {
-            pos = event.seq;
+        for event in &follow.read_page().await? {
             if shows(actor, host, event) {
                 docs.push(document(app, event));
                 if docs.len() == JSON_LIMIT as usize {
@@ -106,7 +101,7 @@ async fn backlog(
                 }
             }
         }
-        if !full {
+        if follow.caught_up() {
             return Ok(docs);
         }
     }
@@ -125,36 +120,36 @@ fn sse(app: &App, event: &Event) -> SseEvent {
         .data(data)
 }
 
-/// Sends the visible events after `pos` from the store, oldest first; the new position.
+/// Sends the visible events after the follower's position from the store, oldest first,
+/// up to the end of the feed (or a failed read: the stream carries on from where it got);
+/// false once nobody reads the stream.
 async fn catch_up(
     app: &App,
+    follow: &mut Follow,
     actor: &Actor,
     host: Option<&str>,
-    mut pos: i64,
     tx: &mpsc::Sender<SseEvent>,
-) -> Option<i64> {
+) -> bool {
     loop {
-        let page = match app.store().events_after(pos, PAGE).await {
+        let page = match follow.read_page().await {
             Ok(page) => page,
             Err(err) => {
                 tracing::debug!(error = %err, "reading the feed for a stream failed");
-                return Some(pos);
+                return true;
             }
         };
-        let full = page.len() == PAGE as usize;
         for event in &page {
-            pos = event.seq;
             if shows(actor, host, event) && tx.send(sse(app, event)).await.is_err() {
-                return None;
+                return false;
             }
         }
-        if !full {
-            return Some(pos);
+        if follow.caught_up() {
+            return true;
         }
     }
 }
 
-fn stream_from(app: App, user: ApiUser, host: Option<String>, after: i64) -> Response {
+fn stream_from(app: App, user: ApiUser, host: Option<String>, mut follow: Follow) -> Response {
     let (tx, rx) = mpsc::channel::<SseEvent>(64);
     // Subscribed before the backlog is read, so nothing falls between the two; events the
     // backlog already sent are skipped by their sequence number.
@@ -162,9 +157,9 @@ fn stream_from(app: App, user: ApiUser, host: Option<String>, after: i64) -> Res
     let mut stop = app.stopping();
     tokio::spawn(async move {
         let host = host.as_deref();
-        let Some(mut pos) = catch_up(&app, &user.actor, host, after, &tx).await else {
+        if !catch_up(&app, &mut follow, &user.actor, host, &tx).await {
             return;
-        };
+        }
         let mut recheck = tokio::time::interval(RECHECK);
         recheck.tick().await;
         loop {
@@ -177,17 +172,16 @@ fn stream_from(app: App, user: ApiUser, host: Option<String>, after: i64) -> Res
                     }
                 }
                 received = feed.recv() => match received {
-                    Ok(event) if event.seq <= pos => {}
+                    Ok(event) if event.seq <= follow.position() => {}
                     Ok(event) => {
-                        pos = event.seq;
+                        follow.skip_to(event.seq);
                         if shows(&user.actor, host, &event) && tx.send(sse(&app, &event)).await.is_err() {
                             return;
                         }
                     }
                     Err(RecvError::Lagged(_)) => {
-                        match catch_up(&app, &user.actor, host, pos, &tx).await {
-                            Some(p) => pos = p,
-                            None => return,
+                        if !catch_up(&app, &mut follow, &user.actor, host, &tx).await {
+                            return;
                         }
                     }
                     Err(RecvError::Closed) => return,

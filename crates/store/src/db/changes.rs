@@ -1,5 +1,5 @@
-//! Wake-ups for the change feed's reader, the same API on both backends: [`Changes`] says
-//! when the trail may have grown. On PostgreSQL it is `LISTEN supervise_events` (every
+//! Wake-ups for the change feed's readers, the same API on both backends: [`Changes`] says
+//! when the trail may have grown, and a [`Follow`](super::Follow) waits on it. On PostgreSQL it is `LISTEN supervise_events` (every
 //! write that appends an event notifies at COMMIT), with the listener reconnecting by
 //! itself. On SQLite it is the file's `PRAGMA data_version` on the store's watch connection
 //! ([`fresh`](super::fresh)), read every [`SQLITE_EVERY`]: it changes at any commit, of

@@ -223,7 +223,8 @@ impl Store {
     }
 
     /// Expires undecided proposals and grants past their time, recording an event for each.
-    /// Takes the write lock only when there is something to expire.
+    /// Takes the write lock only when there is something to expire; the counts are of what
+    /// this transaction expired (a concurrent sweep or delivery may have expired the rest).
     #[instrument(skip(self), err)]
     pub async fn sweep(&self) -> StoreResult<Swept> {
         let now = Timestamp::now();
@@ -246,10 +247,13 @@ impl Store {
         .bind(now.as_str())
         .fetch_all(w.conn())
         .await?;
+        let mut expired_proposals = 0u64;
         for r in rows {
             let p = r.at(&now)?;
-            expire_in(w.conn(), &now, &p).await?;
-            tracing::info!(bottle = %p.bottle, proposal = %p.id, "proposal expired");
+            if expire_in(w.conn(), &now, &p).await? {
+                expired_proposals += 1;
+                tracing::info!(bottle = %p.bottle, proposal = %p.id, "proposal expired");
+            }
         }
         let grants: Vec<(String, i64, String, String, String)> = sqlx::query_as(
             "UPDATE grants SET ended_at = expires_at, end_reason = 'expired', ended_by = 'system' \
@@ -278,7 +282,7 @@ impl Store {
         }
         w.commit().await?;
         Ok(Swept {
-            expired_proposals: (due as u64).saturating_sub(grants.len() as u64),
+            expired_proposals,
             expired_grants: grants.len() as u64,
         })
     }

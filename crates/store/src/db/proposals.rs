@@ -321,21 +321,23 @@ pub(super) async fn resolve_id_for(
     }
 }
 
-/// Marks a pending proposal expired and records it (a no-op when it is no longer pending).
+/// Marks a pending proposal expired and records it; whether it did (a no-op, `false`, when
+/// it is no longer pending).
 pub(super) async fn expire_in(
     conn: &mut AnyConnection,
     now: &Timestamp,
     p: &Proposal,
-) -> StoreResult<()> {
+) -> StoreResult<bool> {
     let r =
         sqlx::query("UPDATE proposals SET status = 'expired' WHERE id = $1 AND status = 'pending'")
             .bind(p.id.as_str())
             .execute(&mut *conn)
             .await?;
-    if r.rows_affected() == 1 {
+    let expired = r.rows_affected() == 1;
+    if expired {
         record_expired(conn, now, p).await?;
     }
-    Ok(())
+    Ok(expired)
 }
 
 /// A proposal checked before the write lock is taken.

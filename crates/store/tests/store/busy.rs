@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use supervise_store::{
-    Actor, Backend, ProposalLimits, Role, SignInRefusal, Store, StoreError, StoreOptions, Verdict,
+    Actor, ProposalLimits, Role, SignInRefusal, Store, StoreError, StoreOptions, Verdict,
 };
 
 async fn busy_database_is_retryable_and_recovers(db: TestDb) {
@@ -158,13 +158,3 @@ async fn a_failed_sign_in_takes_no_write_lock(db: TestDb) {
     store.sign_in(good.secret.expose()).await.unwrap();
 }
 on_both!(a_failed_sign_in_takes_no_write_lock);
-
-/// What a writer of another process runs first to hold the write lock, as the store's own
-/// writers begin (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: the writers' advisory lock, as
-/// another host's server would take it).
-fn take_write_lock(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Sqlite => "BEGIN IMMEDIATE",
-        _ => "BEGIN; SELECT pg_advisory_xact_lock(8319679467651230067)",
-    }
-}

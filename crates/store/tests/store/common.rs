@@ -143,6 +143,16 @@ pub async fn created(store: &Store, item: NewProposal) -> String {
     }
 }
 
+/// What a writer of another process runs first to hold the write lock, as the store's own
+/// writers begin (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: the writers' advisory lock, as
+/// another host's server would take it).
+pub fn take_write_lock(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "BEGIN IMMEDIATE",
+        _ => "BEGIN; SELECT pg_advisory_xact_lock(8319679467651230067)",
+    }
+}
+
 /// Row counts of every table, read over a separate raw connection, to show that a
 /// refused call changed nothing.
 pub async fn counts(db: &TestDb) -> Value {

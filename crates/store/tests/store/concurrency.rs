@@ -273,3 +273,53 @@ on_both!(
     flavor = "multi_thread",
     worker_threads = 4
 );
+
+/// Two sweeps that both see the same proposals due before either holds the write lock (the
+/// server's sweep and another host's, say): each expiry is counted by the one sweep that
+/// made it, never by both.
+async fn racing_sweeps_count_each_expiry_once(db: TestDb) {
+    let limits = ProposalLimits {
+        proposal_ttl: Some(std::time::Duration::from_millis(100)),
+        max_pending_per_bottle: None,
+        ..ProposalLimits::default()
+    };
+    let (one, other) = (db.open_limits(limits).await, db.open_limits(limits).await);
+    let b = bottle(&one, "demo", "127.0.0.1").await;
+    for i in 0..3 {
+        created(&one, egress(&b, &format!("s{i}.example"))).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+
+    // Another process holds the write lock while both sweeps find the three due and queue
+    // for the lock; it lets go once they are both waiting.
+    let mut holder = db.raw().await;
+    sqlx::raw_sql(take_write_lock(db.backend))
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let first = tokio::spawn(async move { one.sweep().await });
+    let second = tokio::spawn(async move { other.sweep().await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+    let (first, second) = (first.await.unwrap(), second.await.unwrap());
+    let (first, second) = (first.unwrap(), second.unwrap());
+
+    assert_eq!(first.expired_proposals + second.expired_proposals, 3);
+    assert_eq!(first.expired_grants + second.expired_grants, 0);
+    let c = counts(&db).await;
+    assert_eq!(c["pending"], json!(0));
+    let store = db.open().await;
+    let expired = store
+        .audit(None)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.event == EventKind::Expired)
+        .count();
+    assert_eq!(expired, 3);
+}
+on_both!(
+    racing_sweeps_count_each_expiry_once,
+    flavor = "multi_thread",
+    worker_threads = 4
+);

@@ -14,6 +14,7 @@ mod corrupt;
 mod crash;
 mod egress;
 mod files;
+mod follow;
 mod fresh;
 mod gate;
 mod hosts;
