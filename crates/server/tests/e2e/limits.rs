@@ -178,16 +178,27 @@ async fn a_task_ttl_is_exactly_the_time_until_its_proposal_expires() {
     let ttl: u64 = 3_600_000;
     let server = Server::start(&["--grace", "0", "--proposal-ttl", "1h"]);
     // Filed together, so they share group commits: one clock reading must serve each row.
+    // One client, so every request is on the wire at once.
+    let client = http_from(ALPHA);
     let tasks = join_all((0..60).map(|i| {
-        rpc(
-            &server,
-            ALPHA,
-            "tools/call",
-            Some("propose-egress"),
-            json!({"name": "propose-egress",
-                "arguments": {"host": format!("ttl-{i}.example"), "justification": "j"}}),
-            true,
-        )
+        let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+            "name": "propose-egress",
+            "arguments": {"host": format!("ttl-{i}.example"), "justification": "j"},
+            "_meta": meta(true)}});
+        let send = client
+            .post(server.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "propose-egress")
+            .body(body.to_string())
+            .send();
+        async move {
+            let resp = send.await.expect("send");
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.expect("a JSON answer"))
+        }
     }))
     .await;
     let store = server.store().await;
@@ -208,4 +219,37 @@ async fn a_task_ttl_is_exactly_the_time_until_its_proposal_expires() {
         );
         assert_eq!(ttl_ms, ttl, "a new proposal's task lives exactly the TTL");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_outlives_running_out_of_descriptors() {
+    let server = Server::start_with_open_files(256, 256, &["--grace", "0"]);
+    // Idle connections past the limit: the kernel queues them; the server cannot accept.
+    let mut idle = Vec::new();
+    for _ in 0..400 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{BETA}:0").parse().unwrap()).unwrap();
+        idle.push(socket.connect(server.addr).await.expect("connect"));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !server.log().contains("accept failed") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never ran out:\n{}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(idle);
+    // Once they are gone, it serves again.
+    let health = tokio::time::timeout(
+        Duration::from_secs(10),
+        http_from(ALPHA)
+            .get(format!("http://{}/healthz", server.addr))
+            .send(),
+    )
+    .await
+    .expect("/healthz answers once the connections are gone")
+    .expect("/healthz");
+    assert_eq!(health.status(), 200);
 }
