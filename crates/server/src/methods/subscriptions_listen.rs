@@ -19,7 +19,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::ctx::Ctx;
 use crate::body::sse_event;
-use crate::budget::WaitPermit;
+use crate::budget::{Full, WaitPermit};
 use crate::shutdown::Shutdown;
 use crate::task;
 use crate::task_feed::TaskChange;
@@ -63,11 +63,15 @@ pub(crate) async fn open(
         )));
     }
     let permit = ctx.app.budget.try_acquire(ctx.bottle.id).map_err(|full| {
+        let limit = match full {
+            Full::Server(n) => format!("the server's limit of {n} (--max-waiting)"),
+            Full::Bottle(n) => format!("this bottle's limit of {n} (--max-waiting-per-bottle)"),
+        };
         ErrorObject::new(
             ErrorCode::INVALID_REQUEST,
             format!(
-                "too many waiting calls and streams ({full:?}); poll tasks/get instead, at the \
-                 task's pollIntervalMs"
+                "too many waiting calls and streams: {limit} is reached; poll tasks/get \
+                 instead, at the task's pollIntervalMs"
             ),
         )
     })?;

@@ -122,7 +122,7 @@ async fn one_bottle_at_its_stream_cap_never_shuts_out_another_bottle_or_the_heal
         refusal["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("Bottle"),
+            .contains("--max-waiting-per-bottle"),
         "{refusal}"
     );
     assert!(streams.len() > 1, "{} streams", streams.len());
