@@ -40,13 +40,18 @@ pub(crate) async fn accept_loop(
 ) -> GracefulShutdown {
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
+    let mut last_warned: Option<Instant> = None;
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
                 Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
+                    // Out of file descriptors and the like: back off instead of spinning,
+                    // and say so once every 10 s rather than at every try.
+                    if last_warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(10)) {
+                        tracing::warn!(error = %e, "accept failed; retrying every 50 ms");
+                        last_warned = Some(Instant::now());
+                    }
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }

@@ -12,7 +12,8 @@
 //! proposal tools share one flow, `grace`: file through the `writer` (one task, group
 //! commit), take a place in the `budget`, and wait through `waiters` for a decision. `feed`
 //! is the one reader of the store's change feed; the waiters' watcher and the `hooks`
-//! subscribe to it. `bottles` caches attribution briefly.
+//! subscribe to it. `bottles` caches attribution briefly. `open_files` raises the
+//! open-file limit at start and sizes the budget's caps from it.
 //!
 //! All state lives in the database: the server mints no MCP session, so a restarted server
 //! carries on where the last one stopped. One server serves a database on a host
@@ -29,6 +30,7 @@ mod grace;
 mod hooks;
 mod http;
 mod methods;
+pub mod open_files;
 mod rpc;
 mod shutdown;
 mod task;

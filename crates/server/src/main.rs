@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use supervise_server::Config;
+use supervise_server::open_files::{self, OpenFiles, WaitCaps};
 use supervise_store::clock::parse_duration;
 use supervise_store::{ProposalLimits, Registered, Store, StoreError, StoreOptions};
 use tracing_subscriber::EnvFilter;
@@ -62,19 +63,19 @@ struct Args {
     #[arg(long, env = "SUPERVISE_MAX_PENDING_PER_BOTTLE", default_value_t = 64)]
     max_pending_per_bottle: u32,
 
-    /// Calls held in their grace window at once, server-wide (0 = no limit). Past it a
-    /// proposal is still filed, and its call answers `pending` at once.
-    #[arg(long, env = "SUPERVISE_MAX_WAITING", default_value_t = 16_384)]
-    max_waiting: usize,
+    /// Calls held in their grace window and listen streams at once, server-wide [default:
+    /// 16384, or less when the open-file limit allows less]. Past it a proposal is still
+    /// filed, and its call answers `pending` at once. Held to what the open-file limit
+    /// allows (0 asks for that most).
+    #[arg(long, env = "SUPERVISE_MAX_WAITING")]
+    max_waiting: Option<usize>,
 
-    /// Calls of one bottle held in their grace window at once (0 = no limit). A connection
-    /// holds at most one: HTTP/1.1 serves its requests one at a time.
-    #[arg(
-        long,
-        env = "SUPERVISE_MAX_WAITING_PER_BOTTLE",
-        default_value_t = 1_024
-    )]
-    max_waiting_per_bottle: usize,
+    /// Calls of one bottle held in their grace window and its listen streams at once
+    /// [default: 1024, or a quarter of --max-waiting's most]. A connection holds at most one:
+    /// HTTP/1.1 serves its requests one at a time. Held to what the open-file limit allows
+    /// (0 asks for that most).
+    #[arg(long, env = "SUPERVISE_MAX_WAITING_PER_BOTTLE")]
+    max_waiting_per_bottle: Option<usize>,
 
     /// How often a client of the tasks extension is told to poll `tasks/get` (its
     /// `pollIntervalMs`; a `subscriptions/listen` stream needs no polling).
@@ -164,6 +165,7 @@ fn init_tracing(format: LogFormat) {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
+    let caps = wait_caps(args.max_waiting, args.max_waiting_per_bottle);
     let options = StoreOptions {
         create: true,
         limits: ProposalLimits {
@@ -218,12 +220,52 @@ async fn run(args: Args) -> anyhow::Result<()> {
         allowed_hosts: args.allowed_hosts,
         on_event: args.on_event,
         console_url: args.console_url.filter(|u| !u.trim().is_empty()),
-        max_waiting: args.max_waiting,
-        max_waiting_per_bottle: args.max_waiting_per_bottle,
+        max_waiting: caps.total,
+        max_waiting_per_bottle: caps.per_bottle,
         task_poll_interval: args.task_poll_interval,
         ..Config::default()
     };
     supervise_server::serve(listener, store, config, shutdown_signal()).await
+}
+
+/// Raises the open-file limit and sizes the wait caps from it (see
+/// `supervise_server::open_files`), saying what it did.
+fn wait_caps(total: Option<usize>, per_bottle: Option<usize>) -> WaitCaps {
+    let limit = match open_files::raise() {
+        Ok(OpenFiles {
+            limit,
+            raised_from: Some(from),
+        }) => {
+            tracing::info!(from, to = limit, "open-file limit raised to the hard limit");
+            limit
+        }
+        Ok(found) => found.limit,
+        Err(e) => {
+            let limit = open_files::current();
+            tracing::warn!(error = %e, limit, "cannot raise the open-file limit; the wait caps fit the current one");
+            limit
+        }
+    };
+    let (caps, clamped) = WaitCaps::resolve(limit, total, per_bottle);
+    for c in clamped {
+        tracing::warn!(
+            flag = c.flag,
+            asked = c.asked,
+            used = c.used,
+            open_file_limit = limit,
+            "{} {} is more than the open-file limit allows; using {} (raise the hard limit, e.g. LimitNOFILE=, for more)",
+            c.flag,
+            c.asked,
+            c.used
+        );
+    }
+    tracing::info!(
+        open_file_limit = limit,
+        max_waiting = caps.total,
+        max_waiting_per_bottle = caps.per_bottle,
+        "wait caps"
+    );
+    caps
 }
 
 /// Resolves on the first SIGINT or SIGTERM.

@@ -19,7 +19,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::ctx::Ctx;
 use crate::body::sse_event;
-use crate::budget::WaitPermit;
+use crate::budget::{Full, WaitPermit};
 use crate::shutdown::Shutdown;
 use crate::task;
 use crate::task_feed::TaskChange;
@@ -27,9 +27,14 @@ use crate::task_feed::TaskChange;
 /// SSE frames buffered for a slow reader before the producer waits.
 const FRAMES: usize = 16;
 
+/// The most task ids one stream may name (SPEC "Tasks"): what a stream keeps is bounded by
+/// what it watches, and a request naming more is refused rather than trimmed.
+const MAX_TASK_IDS: usize = 64;
+
 /// Opens the stream for request `id`, or refuses it: without the tasks extension declared
 /// (-32021 when it names `taskIds`; otherwise the method is unknown, as before the
-/// extension), without `taskIds` (-32602), or past the wait budget (-32600).
+/// extension), without `taskIds` or with more than [`MAX_TASK_IDS`] of them (-32602), or past
+/// the wait budget (-32600).
 pub(crate) async fn open(
     ctx: &Ctx<'_>,
     params: Option<&Value>,
@@ -50,12 +55,23 @@ pub(crate) async fn open(
             "notifications.taskIds names no task: this server sends only notifications/tasks",
         ));
     }
+    if ids.len() > MAX_TASK_IDS {
+        return Err(ErrorObject::invalid_params(format!(
+            "notifications.taskIds names {} tasks; a stream watches at most {MAX_TASK_IDS}: \
+             open another stream for the rest",
+            ids.len()
+        )));
+    }
     let permit = ctx.app.budget.try_acquire(ctx.bottle.id).map_err(|full| {
+        let limit = match full {
+            Full::Server(n) => format!("the server's limit of {n} (--max-waiting)"),
+            Full::Bottle(n) => format!("this bottle's limit of {n} (--max-waiting-per-bottle)"),
+        };
         ErrorObject::new(
             ErrorCode::INVALID_REQUEST,
             format!(
-                "too many waiting calls and streams ({full:?}); poll tasks/get instead, at the \
-                 task's pollIntervalMs"
+                "too many waiting calls and streams: {limit} is reached; poll tasks/get \
+                 instead, at the task's pollIntervalMs"
             ),
         )
     })?;
@@ -96,6 +112,10 @@ impl Stream {
     async fn run(mut self, mut changes: broadcast::Receiver<TaskChange>, shutdown: Shutdown) {
         let all: Vec<String> = self.watched.keys().cloned().collect();
         let mut open = self.read(&all, true).await;
+        drop(all);
+        // Ids that are not this bottle's tasks, and tasks already over, are gone: keep only
+        // the room the rest need.
+        self.watched.shrink_to_fit();
         while open && !self.watched.is_empty() {
             let change = tokio::select! {
                 () = shutdown.started() => break,

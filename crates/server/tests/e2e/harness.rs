@@ -48,7 +48,25 @@ impl Server {
 
     /// [`Server::start`] on the database `db` (a file, or a `postgres://` URL).
     pub fn start_on(dir: tempfile::TempDir, db: PathBuf, extra: &[&str]) -> Server {
-        let mut child = Command::new(BIN)
+        Server::launch(dir, db, extra, Command::new(BIN))
+    }
+
+    /// [`Server::start`] with the open-file limit at `soft` (and the hard one at `hard`), as
+    /// a service manager sets it.
+    pub fn start_with_open_files(soft: u64, hard: u64, extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("supervise.db");
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(format!(
+                "ulimit -Sn {soft} && ulimit -Hn {hard} && exec \"$0\" \"$@\""
+            ))
+            .arg(BIN);
+        Server::launch(dir, db, extra, sh)
+    }
+
+    fn launch(dir: tempfile::TempDir, db: PathBuf, extra: &[&str], mut command: Command) -> Server {
+        let mut child = command
             .arg("--db")
             .arg(&db)
             .args(["--listen", "127.0.0.1:0"])

@@ -2,7 +2,8 @@
 //! the same cause; and one database is served by one server on a host.
 
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -50,19 +51,71 @@ async fn a_deleted_database_refuses_proposals_and_fails_healthz() {
     );
 }
 
+/// Whether this process runs as root (`/proc/self` belongs to the effective user).
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
+}
+
+/// Makes `path` read-only for this process: immutable for root (whom no mode bit stops), mode
+/// 0400 for anyone else; `false` undoes it.
+fn read_only(path: &Path, on: bool) {
+    if running_as_root() {
+        let ok = Command::new("chattr")
+            .arg(if on { "+i" } else { "-i" })
+            .arg(path)
+            .status()
+            .expect("run chattr")
+            .success();
+        assert!(ok, "chattr on {}", path.display());
+    } else {
+        let mode = if on { 0o400 } else { 0o600 };
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_database_fails_healthz_naming_it() {
     let server = Server::start(&["--grace", "0"]);
-    std::fs::set_permissions(&server.db, std::fs::Permissions::from_mode(0o400)).unwrap();
+    read_only(&server.db, true);
     let (code, body) = healthz(&server).await;
+    read_only(&server.db, false);
     assert_eq!(code, 503, "{body}");
     assert_eq!(body["status"], "read-only", "{body}");
     assert!(
         body["error"].as_str().unwrap().contains("read-only"),
         "{body}"
     );
-    std::fs::set_permissions(&server.db, std::fs::Permissions::from_mode(0o600)).unwrap();
     assert_eq!(healthz(&server).await.0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_server_on_another_users_private_database_is_healthy_and_writes() {
+    if !running_as_root() {
+        eprintln!("skipped: only root can give the database to another user");
+        return;
+    }
+    let server = Server::start(&["--grace", "0"]);
+    // The proxy-user layout: the file belongs to another user, mode 0600.
+    let nobody = 65_534;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = server.db.clone().into_os_string();
+        path.push(suffix);
+        if std::path::Path::new(&path).exists() {
+            std::os::unix::fs::chown(&path, Some(nobody), Some(nobody)).unwrap();
+        }
+    }
+    std::fs::set_permissions(&server.db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (code, body) = healthz(&server).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["status"], "ok", "{body}");
+    let client = mcp(&server).await;
+    let r = call(
+        &client,
+        "propose-egress",
+        json!({"host": "owned-by-nobody.example", "justification": "the write succeeds"}),
+    )
+    .await;
+    assert_eq!(status(&r), "pending", "{}", text(&r));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@ mod fleet;
 mod harness;
 mod health;
 mod in_process;
+mod limits;
 mod protocol;
 mod shutdown;
 mod tasks;

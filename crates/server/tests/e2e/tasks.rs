@@ -248,7 +248,7 @@ async fn withdraw_proposal_completes_the_task_as_withdrawn() {
 
 // ---- raw HTTP: isolation and the wire details -------------------------------------------
 
-fn meta(tasks: bool) -> Value {
+pub(crate) fn meta(tasks: bool) -> Value {
     let caps = if tasks {
         json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
     } else {
@@ -262,7 +262,7 @@ fn meta(tasks: bool) -> Value {
 }
 
 /// One 2026-07-28 request from `source`; `name` is the `Mcp-Name` header, if any.
-async fn rpc(
+pub(crate) async fn rpc(
     server: &Server,
     source: &str,
     method: &str,
@@ -283,7 +283,7 @@ async fn rpc(
     (status, body.expect("a JSON body"))
 }
 
-async fn raw_task(server: &Server, source: &str, host: &str) -> String {
+pub(crate) async fn raw_task(server: &Server, source: &str, host: &str) -> String {
     let (status, body) = rpc(
         server,
         source,
@@ -414,7 +414,7 @@ async fn the_tasks_wire_rules_hold() {
 // ---- subscriptions/listen (raw HTTP: rmcp's subscription filter has no taskIds) ---------
 
 /// Opens a `subscriptions/listen` stream from `source` for `ids`.
-async fn listen(server: &Server, source: &str, ids: &[&str]) -> reqwest::Response {
+pub(crate) async fn listen(server: &Server, source: &str, ids: &[&str]) -> reqwest::Response {
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
         "notifications": {"taskIds": ids}, "_meta": meta(true)}});
     http_from(source)
@@ -430,7 +430,7 @@ async fn listen(server: &Server, source: &str, ids: &[&str]) -> reqwest::Respons
 }
 
 /// The next JSON-RPC message on an SSE stream (`None` once it ended), within `limit`.
-async fn next_message(
+pub(crate) async fn next_message(
     resp: &mut reqwest::Response,
     buf: &mut String,
     limit: std::time::Duration,

@@ -139,40 +139,30 @@ fn create_new(path: &Path) -> std::io::Result<File> {
     Ok(file)
 }
 
-/// Whether this process may write the file and its file system, by the file's mode bits
-/// (root included: a file its owner made read-only is treated as read-only) and the mount.
+/// Whether this process may write the file: the kernel's own answer for the effective ids
+/// (`faccessat` with `AT_EACCESS`), so the mode bits, a root process's override, ACLs, an
+/// immutable file and a read-only mount all count as they do for a write.
 pub(super) fn writable(path: &Path) -> StoreResult<()> {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
-    let uid = rustix::process::geteuid().as_raw();
-    let gid = rustix::process::getegid().as_raw();
-    let groups = rustix::process::getgroups().unwrap_or_default();
-    let mode = meta.mode();
-    let bit = if meta.uid() == uid {
-        0o200
-    } else if meta.gid() == gid || groups.iter().any(|g| g.as_raw() == meta.gid()) {
-        0o020
-    } else {
-        0o002
-    };
-    if mode & bit == 0 || statvfs(path).is_some_and(|s| s.read_only) {
-        return Err(StoreError::ReadOnly(path.to_path_buf()));
+    use rustix::fs::{Access, AtFlags, CWD, accessat};
+    use rustix::io::Errno;
+    match accessat(CWD, path, Access::WRITE_OK, AtFlags::EACCESS) {
+        Err(Errno::ACCESS | Errno::PERM | Errno::ROFS | Errno::TXTBSY) => {
+            Err(StoreError::ReadOnly(path.to_path_buf()))
+        }
+        // A missing file is the identity check's to report, anything else the next query's.
+        Ok(()) | Err(_) => Ok(()),
     }
-    Ok(())
 }
 
-/// The file system holding `path`: free bytes for this user, and whether it is read-only.
+/// The file system holding `path`: free bytes for this user.
 pub(super) struct FsStat {
     pub(super) free: u64,
-    pub(super) read_only: bool,
 }
 
 pub(super) fn statvfs(path: &Path) -> Option<FsStat> {
     let s = rustix::fs::statvfs(path).ok()?;
     Some(FsStat {
         free: s.f_bavail.saturating_mul(s.f_frsize),
-        read_only: s.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY),
     })
 }
 

@@ -394,7 +394,7 @@ pub(super) async fn propose_in(
         }
     }
     if let Some(cooldown) = limits.reject_cooldown.filter(|d| !d.is_zero())
-        && let Some(old) = recently_rejected(conn, &p, &Timestamp::before(cooldown), now).await?
+        && let Some(old) = recently_rejected(conn, &p, &now.minus(cooldown), now).await?
     {
         return Ok(Ok(auto_reject(conn, &p, old, &change_text, now).await?));
     }

@@ -320,17 +320,59 @@ async fn an_empty_file_is_not_a_database_to_a_read_command() {
         .await;
 }
 
+/// Whether this process runs as root (`/proc/self` belongs to the effective user).
+fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
+}
+
+/// Makes `path` read-only for this process: immutable for root (whom no mode bit stops), mode
+/// 0400 for anyone else; `false` undoes it.
+fn read_only(path: &Path, on: bool) {
+    if running_as_root() {
+        let ok = Command::new("chattr")
+            .arg(if on { "+i" } else { "-i" })
+            .arg(path)
+            .status()
+            .expect("run chattr")
+            .success();
+        assert!(ok, "chattr on {}", path.display());
+    } else {
+        chmod(path, if on { 0o400 } else { 0o600 });
+    }
+}
+
 #[tokio::test]
 async fn a_read_only_file_fails_health_naming_it() {
     let db = TestDb::new();
     let store = db.open().await;
     store.health().await.unwrap();
-    chmod(&db.path, 0o400);
-    let err = store.health().await.expect_err("read-only");
+    read_only(&db.path, true);
+    let health = store.health().await;
+    read_only(&db.path, false);
+    let err = health.expect_err("read-only");
     assert!(matches!(err, StoreError::ReadOnly(_)), "{err:?}");
     assert!(err.to_string().contains("read-only"), "{err}");
-    chmod(&db.path, 0o600);
     store.health().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_root_process_is_healthy_on_another_users_private_file() {
+    if !running_as_root() {
+        eprintln!("skipped: only root can give the database to another user");
+        return;
+    }
+    let db = TestDb::new();
+    let store = db.open().await;
+    // The proxy-user layout: the file belongs to another user, mode 0600.
+    std::os::unix::fs::chown(&db.path, Some(65_534), Some(65_534)).unwrap();
+    chmod(&db.path, 0o600);
+    store.health().await.expect("healthy");
+    store
+        .register_bottle("after-chown", "10.9.0.1".parse().unwrap())
+        .await
+        .expect("the write succeeds");
+    store.health().await.expect("still healthy");
 }
 
 #[tokio::test]

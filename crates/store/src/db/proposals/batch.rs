@@ -114,10 +114,12 @@ impl NewRow {
             flags.push(Flag::Observed);
         }
         let flags_text = serde_json::to_string(&flags).unwrap_or_else(|_| "[]".into());
+        // From the same reading as `created_at` (and the task's), so a task's `ttlMs` is
+        // exactly the time left.
         let expires_at = limits
             .proposal_ttl
             .filter(|d| !d.is_zero())
-            .map(Timestamp::after);
+            .map(|ttl| now.plus(ttl));
         NewRow {
             proposal: Proposal {
                 id: ProposalId::generate(),
