@@ -33,7 +33,7 @@ use crate::write_timeout::WriteTimeout;
 /// The most a connection's read buffer grows to (hyper's default is about 400 KiB). A
 /// connection keeps its buffer for as long as it is open, a held call or a listen stream
 /// included, so a large body would otherwise cost its high-water mark for the connection's
-/// life. It also bounds the request head: a larger one gets 431.
+/// life.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// Accepts connections until `shutdown` resolves; returns the handle that drains them. Each
