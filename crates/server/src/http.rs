@@ -30,6 +30,12 @@ use crate::config::MAX_BODY_BYTES;
 use crate::rpc::{self, Read};
 use crate::write_timeout::WriteTimeout;
 
+/// The most a connection's read buffer grows to (hyper's default is about 400 KiB). A
+/// connection keeps its buffer for as long as it is open, a held call or a listen stream
+/// included, so a large body would otherwise cost its high-water mark for the connection's
+/// life.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
 /// Accepts connections until `shutdown` resolves; returns the handle that drains them. Each
 /// connection is also dropped outright once the app's shutdown is drained, whatever its
 /// client does.
@@ -70,6 +76,7 @@ pub(crate) async fn accept_loop(
         let stream = WriteTimeout::new(stream, app.config.write_timeout);
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
+            .max_buf_size(READ_BUFFER_BYTES)
             .header_read_timeout(app.config.header_read_timeout)
             .keep_alive(true)
             .serve_connection(TokioIo::new(stream), service);

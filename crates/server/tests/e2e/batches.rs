@@ -29,7 +29,7 @@ fn json_of(bytes: &[u8]) -> Value {
 }
 
 /// The server's resident set, from `/proc/<pid>/status`, in KiB.
-fn rss_kib(server: &Server) -> u64 {
+pub(crate) fn rss_kib(server: &Server) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid()))
         .expect("read /proc/<pid>/status");
     status

@@ -253,3 +253,46 @@ async fn the_server_outlives_running_out_of_descriptors() {
     .expect("/healthz");
     assert_eq!(health.status(), 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_streams_at_the_id_cap_cost_little_memory() {
+    use std::io::{Read, Write};
+    let server = Server::start(&["--grace", "0"]);
+    let id = raw_task(&server, ALPHA, "memory.example").await;
+    // The most a request can carry: 64 ids (one of them its own task) in a 1 MiB body.
+    let mut ids = vec![id];
+    ids.extend((1..64).map(|i| format!("{i:0>16000}")));
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
+        "notifications": {"taskIds": ids}, "_meta": meta(true)}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        server.addr,
+        body.len()
+    );
+    let before = crate::batches::rss_kib(&server);
+    let addr = server.addr;
+    let streams = tokio::task::spawn_blocking(move || {
+        (0..100)
+            .map(|_| {
+                let mut s = std::net::TcpStream::connect(addr).expect("connect");
+                s.write_all(request.as_bytes()).expect("send");
+                let mut head = [0u8; 12];
+                s.read_exact(&mut head).expect("an answer");
+                assert_eq!(&head, b"HTTP/1.1 200");
+                s
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let grown = crate::batches::rss_kib(&server).saturating_sub(before);
+    assert!(
+        grown < 64 * 1024,
+        "100 streams took {grown} KiB (over 64 MiB)"
+    );
+    drop(streams);
+}
