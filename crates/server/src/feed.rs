@@ -295,6 +295,7 @@ mod tests {
                 kind: Kind::Egress,
                 change: json!({ "host": "a.example" }),
                 justification: "test".into(),
+                quorum: None,
             })
             .await
             .unwrap();
@@ -349,6 +350,7 @@ mod tests {
                     kind: Kind::Egress,
                     change: json!({ "host": format!("h{i}.example") }),
                     justification: "test".into(),
+                    quorum: None,
                 })
                 .await
                 .unwrap();

@@ -88,6 +88,7 @@ async fn file(
         kind,
         change,
         justification,
+        quorum: None,
     };
     // A task is opened in the filing transaction, so it costs no commit of its own.
     let (filed, task) = match wait {

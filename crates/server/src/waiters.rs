@@ -369,6 +369,7 @@ mod tests {
                 kind: Kind::Egress,
                 change: json!({"host": "a.example"}),
                 justification: "test".into(),
+                quorum: None,
             })
             .await
             .unwrap()
@@ -412,6 +413,7 @@ mod tests {
                     kind: Kind::Egress,
                     change: json!({ "host": host }),
                     justification: "test".into(),
+                    quorum: None,
                 })
                 .await
                 .unwrap()

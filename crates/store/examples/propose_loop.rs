@@ -36,6 +36,7 @@ async fn main() {
                 kind: Kind::Egress,
                 change: serde_json::json!({ "host": format!("h{i}.example") }),
                 justification: "propose_loop".into(),
+                quorum: None,
             })
             .await
             .expect("propose");

@@ -25,6 +25,7 @@ mod multirow;
 mod operators;
 mod pg;
 mod proposals;
+mod quorum;
 mod rows;
 mod schema;
 mod secrets;

@@ -28,6 +28,18 @@ pub enum StoreError {
         decided_by: Option<String>,
         decided_at: Option<Timestamp>,
     },
+    /// The operator's approval of this change is already counted toward the proposal's
+    /// quorum; nothing was counted again.
+    #[error(
+        "operator {operator} already approved proposal {id} ({given} of {needed} approvals); \
+         another operator must approve it"
+    )]
+    AlreadyApproved {
+        id: String,
+        operator: String,
+        given: u32,
+        needed: u32,
+    },
     /// No live bottle has this slug.
     #[error("no bottle named {0}")]
     BottleNotFound(String),

@@ -41,7 +41,7 @@ pub use error::{StoreError, StoreResult};
 pub use model::{
     Actor, Bottle, BottleId, BottleRef, Decision, Delivery, DenyReason, EgressDecision, EndReason,
     Event, EventKind, Flag, GateRef, GateVerdict, Grant, GrantId, Kind, NewProposal, NewSession,
-    Operator, Proposal, ProposalId, Proposed, RefUpdate, Registered, Role, Secret, Session,
+    Operator, Proposal, ProposalId, Proposed, Quorum, RefUpdate, Registered, Role, Secret, Session,
     SignInLink, SignInRefusal, Status, StatusFilter, Swept, Task, TaskRead, Timestamp, UnknownName,
     Verdict, Via,
 };

@@ -93,6 +93,36 @@ pub struct Proposal {
     pub decision: Option<Decision>,
     /// When the outcome reached the agent (or could no longer reach it).
     pub archived_at: Option<Timestamp>,
+    /// The approvals it needs from distinct operators, and those counted so far.
+    pub quorum: Quorum,
+}
+
+/// A proposal's quorum: `needed` approvals from distinct operators, fixed when it was
+/// filed (1: the first decision decides). Approvals bind to the exact change: a modify
+/// replaces the change under approval and starts the count again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quorum {
+    pub needed: u32,
+    /// Approvals counted toward `needed` for the change under approval.
+    pub given: u32,
+    /// The change under approval when a modify replaced the proposed one.
+    pub change: Option<Value>,
+}
+
+impl Quorum {
+    /// One approval decides.
+    pub fn single() -> Quorum {
+        Quorum {
+            needed: 1,
+            given: 0,
+            change: None,
+        }
+    }
+
+    /// Whether more than one approval is needed.
+    pub fn is_counted(&self) -> bool {
+        self.needed > 1
+    }
 }
 
 /// What `propose` did.
@@ -133,6 +163,9 @@ pub struct NewProposal {
     /// The change as the agent gave it (validated and normalised by the store).
     pub change: Value,
     pub justification: String,
+    /// Approvals it needs from distinct operators (`None`: one); set by the rules matched
+    /// when it is filed and fixed from then on.
+    pub quorum: Option<u32>,
 }
 
 /// What `take_decision` found.

@@ -56,6 +56,7 @@ pub async fn console(ctx: &Ctx) -> Result<Row> {
                 kind: Kind::Egress,
                 change: json!({ "host": format!("host{i}.example.test"), "port": 443 }),
                 justification: "bench".into(),
+                quorum: None,
             })
             .await?;
         ids.push(p.proposal().id.to_string());

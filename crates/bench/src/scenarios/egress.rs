@@ -44,6 +44,7 @@ pub async fn squid_acl(ctx: &Ctx) -> Result<Row> {
                 kind: Kind::Egress,
                 change: json!({ "host": format!("host{i}.example.test"), "port": 443 }),
                 justification: "bench".into(),
+                quorum: None,
             })
             .await?;
         store

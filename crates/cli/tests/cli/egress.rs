@@ -192,6 +192,7 @@ fn the_helper_never_creates_the_database_and_recovers_when_it_appears() {
             kind: supervise_store::Kind::Egress,
             change: serde_json::json!({"host": "pypi.org"}),
             justification: "deps".into(),
+            quorum: None,
         }))
         .unwrap();
     rt.block_on(store.decide(

@@ -29,6 +29,7 @@ fn propose(rt: &tokio::runtime::Runtime, db: &Path, host: &str, slug: &str, dest
                 kind: Kind::Egress,
                 change: json!({"host": dest, "port": 443}),
                 justification: "fleet".into(),
+                quorum: None,
             })
             .await
             .expect("propose")

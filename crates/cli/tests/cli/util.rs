@@ -61,6 +61,7 @@ impl Env {
                 kind,
                 change,
                 justification: justification.into(),
+                quorum: None,
             }))
             .expect("propose");
         match proposed {

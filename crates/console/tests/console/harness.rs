@@ -77,6 +77,7 @@ impl Console {
                 kind: Kind::Egress,
                 change: json!({"host": host, "port": port}),
                 justification: why.into(),
+                quorum: None,
             })
             .await
             .unwrap()

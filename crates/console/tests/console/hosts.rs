@@ -56,6 +56,7 @@ async fn two_hosts_in_one_console() {
             kind: Kind::Egress,
             change: json!({"host": "crates.io", "port": 443}),
             justification: "crates".into(),
+            quorum: None,
         })
         .await
         .unwrap()

@@ -294,6 +294,7 @@ mod tests {
             kind: Kind::Egress,
             change: json!({ "host": host }),
             justification: "test".into(),
+            quorum: None,
         }
     }
 

@@ -146,6 +146,7 @@ async fn hooks_resume_after_a_restart_and_see_what_was_written_while_down() {
                 kind: Kind::Egress,
                 change: json!({ "host": "four.example" }),
                 justification: "work".into(),
+                quorum: None,
             })
             .await
             .unwrap();

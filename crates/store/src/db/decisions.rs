@@ -11,6 +11,7 @@ use tracing::instrument;
 use super::Store;
 use super::bottles::live_generation;
 use super::fresh::Check;
+use super::quorum::{self, Counted};
 use super::proposals::{expire_in, load_proposal, open_proposal_of, resolve_id_for};
 use super::rows::{self, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::{NewEvent, SYSTEM, actor_bottle, actor_of, record, record_delivered};
@@ -28,6 +29,12 @@ impl Store {
     /// ([`StoreError::Forbidden`]) and see the proposal's bottle (otherwise the proposal
     /// is [`StoreError::ProposalNotFound`], as if it did not exist), checked in the same
     /// transaction as the decision.
+    ///
+    /// A proposal whose [`Quorum`](crate::model::Quorum) needs more than one approval
+    /// counts an approve (or modify, which replaces the change under approval and starts the
+    /// count again) as `approval-added`, and is returned still pending until the last
+    /// approval needed decides it; the same operator approving the same change again is
+    /// [`StoreError::AlreadyApproved`]. One reject decides it at once.
     #[instrument(skip(self, verdict, by), fields(verdict = verdict_name(&verdict), operator = %by.name, via = %by.via), err)]
     pub async fn decide(
         &self,
@@ -53,6 +60,26 @@ impl Store {
             return Err(not_pending(id, &p));
         }
         let (status, event, granted) = match &verdict {
+            Verdict::Approve | Verdict::Modify(_) if p.quorum.is_counted() => {
+                match quorum::count(w.conn(), &p, &verdict, by, note, &now).await? {
+                    Counted::Short => {
+                        let counted = load_proposal(w.conn(), &id, &now)
+                            .await?
+                            .ok_or_else(|| StoreError::ProposalNotFound(id.clone()))?;
+                        w.commit().await?;
+                        tracing::info!(bottle = %counted.bottle, proposal = %id, given = counted.quorum.given, needed = counted.quorum.needed, operator = %by.name, via = %by.via, "approval counted");
+                        return Ok(counted);
+                    }
+                    // The last approval: the change differs from the proposed one after a
+                    // modify, and is then decided as modified.
+                    Counted::Reached(change) if change == p.change => {
+                        (Status::Approved, EventKind::Approved, Some(change))
+                    }
+                    Counted::Reached(change) => {
+                        (Status::Modified, EventKind::Modified, Some(change))
+                    }
+                }
+            }
             Verdict::Approve => (
                 Status::Approved,
                 EventKind::Approved,

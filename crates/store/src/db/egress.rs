@@ -176,6 +176,7 @@ impl Store {
                  (no grant in force); filed by the proxy's helper, not by the agent",
                 address(host, port)
             ),
+            quorum: None,
         })?;
         if change::flags(Kind::Egress, &p.change)
             .iter()

@@ -350,6 +350,7 @@ mod tests {
             kind: Kind::Egress,
             change: json!({ "host": "a.example" }),
             justification: "build".into(),
+            quorum: None,
         };
         let Proposed::Created(p) = store.propose(item).await.unwrap() else {
             panic!("created");

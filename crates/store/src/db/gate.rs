@@ -65,6 +65,7 @@ impl Store {
                         kind: Kind::GitPush,
                         change,
                         justification,
+                        quorum: None,
                     })?;
                     match propose_in(w.conn(), &self.inner.limits, item, &now).await? {
                         Ok(proposed) => GateRef::Proposed(proposed),

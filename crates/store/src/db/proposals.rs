@@ -350,12 +350,25 @@ pub(super) struct Prepared {
     /// Filed by the egress proxy's helper for a refused connection (`db/egress.rs`): flagged
     /// `observed`, and the actor is `system`, not the bottle.
     pub(super) observed: bool,
+    /// Approvals it needs from distinct operators (at least 1).
+    quorum: u32,
 }
 
 pub(super) fn prepare(item: NewProposal) -> StoreResult<Prepared> {
     let change = change::normalise(item.kind, &item.change)?;
     let justification = change::validate_justification(&item.justification)?;
+    let quorum = match item.quorum {
+        None => 1,
+        Some(0) => {
+            return Err(StoreError::Invalid {
+                field: "quorum".into(),
+                message: "a quorum needs at least 1 approval".into(),
+            });
+        }
+        Some(n) => n,
+    };
     Ok(Prepared {
+        quorum,
         bottle_id: item.bottle_id,
         kind: item.kind,
         key: change::change_key(&change),

@@ -10,14 +10,17 @@ use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     Bottle, BottleId, Decision, EndReason, Event, EventKind, Flag, Grant, GrantId, Kind, Operator,
-    Proposal, ProposalId, Status, Task, Timestamp, UnknownName,
+    Proposal, ProposalId, Quorum, Status, Task, Timestamp, UnknownName,
 };
 
 pub(super) const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.host, b.slug, p.kind, p.change, \
     p.justification, p.status, p.flags, p.hits, p.created_at, p.expires_at, p.decided_at, \
     p.decided_by, p.decided_via, p.decision_note, p.decision_change, p.archived_at, \
     g.id AS grant_id, \
-    g.expires_at AS grant_expires_at \
+    g.expires_at AS grant_expires_at, \
+    p.quorum, p.approving_change, \
+    CASE WHEN p.quorum > 1 THEN (SELECT COUNT(*) FROM approvals a \
+        WHERE a.proposal_id = p.id AND a.round = p.approval_round) ELSE 0 END AS approvals \
     FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
     LEFT JOIN grants g ON g.proposal_id = p.id";
 
@@ -106,6 +109,9 @@ pub(super) struct ProposalRow {
     archived_at: Option<String>,
     grant_id: Option<String>,
     grant_expires_at: Option<String>,
+    quorum: i64,
+    approving_change: Option<String>,
+    approvals: i64,
 }
 
 impl ProposalRow {
@@ -132,15 +138,28 @@ impl TryFrom<ProposalRow> for Proposal {
         let status: Status = c.parse("status", &r.status)?;
         let change = c.json("change", &r.change)?;
         let decision_change = c.opt_json("decision_change", r.decision_change)?;
+        let approving_change = c.opt_json("approving_change", r.approving_change)?;
+        let count = |column: &str, n: i64| {
+            u32::try_from(n).map_err(|_| c.corrupt(format!("{column} is out of range: {n}")))
+        };
+        let quorum = Quorum {
+            needed: count("quorum", r.quorum)?,
+            given: count("approvals", r.approvals)?,
+            change: approving_change,
+        };
         let names: Vec<String> = serde_json::from_str(&r.flags)
             .map_err(|e| c.corrupt(format!("flags is not a JSON list of names: {e}")))?;
         let mut flags = names
             .iter()
             .map(|n| c.parse::<Flag>("flags", n))
             .collect::<StoreResult<Vec<Flag>>>()?;
-        if status == Status::Modified
-            && let Some(modified) = &decision_change
-        {
+        // The change a modify made: decided, or under approval toward a quorum.
+        let modified = match status {
+            Status::Modified => decision_change.as_ref(),
+            Status::Pending => quorum.change.as_ref(),
+            _ => None,
+        };
+        if let Some(modified) = modified {
             for f in change::modified_flags(kind, &change, modified) {
                 if !flags.contains(&f) {
                     flags.push(f);
@@ -177,6 +196,7 @@ impl TryFrom<ProposalRow> for Proposal {
             expires_at,
             decision,
             archived_at,
+            quorum,
         })
     }
 }

@@ -145,6 +145,8 @@ vocabulary! {
         OperatorRemoved = "operator-removed",
         /// An operator spent a sign-in link and began a console session.
         SignedIn = "signed-in",
+        /// An operator's approval was counted toward a proposal's quorum ("1 of 2").
+        ApprovalAdded = "approval-added",
     }
 }
 

@@ -123,6 +123,7 @@ async fn bad_proposals_are_refused_and_write_nothing(db: TestDb) {
             kind,
             change: change.clone(),
             justification: justification.into(),
+            quorum: None,
         };
         assert_eq!(invalid_field(store.propose(item).await), field, "{change}");
     }

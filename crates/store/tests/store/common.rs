@@ -124,6 +124,7 @@ pub fn egress(bottle: &Bottle, host: &str) -> NewProposal {
         kind: Kind::Egress,
         change: json!({ "host": host }),
         justification: format!("need {host} for the build"),
+        quorum: None,
     }
 }
 
@@ -133,6 +134,7 @@ pub fn git_push(bottle: &Bottle, reference: &str) -> NewProposal {
         kind: Kind::GitPush,
         change: json!({ "remote": "origin", "ref": reference }),
         justification: "push my branch".into(),
+        quorum: None,
     }
 }
 

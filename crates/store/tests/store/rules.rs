@@ -12,6 +12,7 @@ fn push(bottle: &supervise_store::Bottle, remote: &str, reference: &str) -> NewP
         kind: Kind::GitPush,
         change: json!({ "remote": remote, "ref": reference }),
         justification: "push my branch".into(),
+        quorum: None,
     }
 }
 

@@ -22,7 +22,7 @@ use crate::db::task_rows::open_task_in;
 use crate::db::trail::{NewEvent, SYSTEM, actor_bottle, record_many};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    EventKind, Flag, Kind, Proposal, ProposalId, Proposed, Status, Task, Timestamp,
+    EventKind, Flag, Kind, Proposal, ProposalId, Proposed, Quorum, Status, Task, Timestamp,
 };
 
 /// Sizes of the `IN` and `VALUES` lists of the lookups, padded up by repeating their last
@@ -33,8 +33,8 @@ const LOOKUPS: [usize; 3] = [4, 16, 64];
 const PART: usize = LOOKUPS[LOOKUPS.len() - 1];
 
 const PROPOSAL_INSERT: &str = "INSERT INTO proposals (id, bottle_id, kind, change, change_key, \
-    justification, flags, created_at, expires_at) VALUES ";
-const PROPOSAL_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    justification, flags, created_at, expires_at, quorum) VALUES ";
+const PROPOSAL_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 const TASK_INSERT: &str =
     "INSERT INTO tasks (proposal_id, bottle_id, created_at, readable_until) VALUES ";
 const TASK_ROW: &str = "(?, ?, ?, ?)";
@@ -136,6 +136,10 @@ impl NewRow {
                 expires_at,
                 decision: None,
                 archived_at: None,
+                quorum: Quorum {
+                    needed: p.quorum,
+                    ..Quorum::single()
+                },
             },
             key: p.key,
             change_text,
@@ -175,6 +179,7 @@ pub(super) async fn insert_rows(
             .bind(r.flags_text.as_str())
             .bind(now.as_str())
             .bind(p.expires_at.as_ref().map(Timestamp::as_str))
+            .bind(i64::from(p.quorum.needed))
     })
     .await?;
     let events: Vec<NewEvent> = rows
