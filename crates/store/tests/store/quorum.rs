@@ -148,7 +148,10 @@ async fn a_modify_replaces_the_change_and_starts_the_count_again(db: TestDb) {
         .await
         .unwrap();
     assert_eq!(modified.status, Status::Pending);
-    assert_eq!(modified.quorum.given, 1, "the modifier's approval is the first");
+    assert_eq!(
+        modified.quorum.given, 1,
+        "the modifier's approval is the first"
+    );
     assert_eq!(
         modified.quorum.change,
         Some(json!({ "host": "pypi.org", "port": 8443 }))
@@ -175,13 +178,21 @@ async fn a_modify_replaces_the_change_and_starts_the_count_again(db: TestDb) {
     assert_eq!(
         events,
         vec![
-            (EventKind::ApprovalAdded, "operator:alice".into(), "1 of 2".into()),
+            (
+                EventKind::ApprovalAdded,
+                "operator:alice".into(),
+                "1 of 2".into()
+            ),
             (
                 EventKind::ApprovalAdded,
                 "operator:bob".into(),
                 "1 of 2 for a modified change".into()
             ),
-            (EventKind::ApprovalAdded, "operator:alice".into(), "2 of 2".into()),
+            (
+                EventKind::ApprovalAdded,
+                "operator:alice".into(),
+                "2 of 2".into()
+            ),
             (EventKind::Modified, "operator:alice".into(), String::new()),
         ]
     );
@@ -262,9 +273,16 @@ async fn racing_approvals_of_distinct_operators_decide_and_deliver_once(db: Test
             statuses.push(r.await.unwrap().expect("both approvals count").status);
         }
         statuses.sort_by_key(|s| s.as_str());
-        assert_eq!(statuses, vec![Status::Approved, Status::Pending], "round {round}");
+        assert_eq!(
+            statuses,
+            vec![Status::Approved, Status::Pending],
+            "round {round}"
+        );
         assert!(matches!(poller.await.unwrap(), Delivery::Decided(_)));
-        assert_eq!(one.take_decision(b.id, &id).await.unwrap(), Delivery::Unknown);
+        assert_eq!(
+            one.take_decision(b.id, &id).await.unwrap(),
+            Delivery::Unknown
+        );
         let (_, history) = one.show(&id).await.unwrap();
         let n = |k: EventKind| history.iter().filter(|e| e.event == k).count();
         assert_eq!(
@@ -291,7 +309,11 @@ async fn two_approvals_racing_a_reject_decide_once(db: TestDb) {
     let stores = [db.open().await, db.open().await, db.open().await];
     let b = bottle(&stores[0], "demo", "127.0.0.1").await;
     for round in 0..10 {
-        let id = created(&stores[0], needing(egress(&b, &format!("x{round}.example")), 2)).await;
+        let id = created(
+            &stores[0],
+            needing(egress(&b, &format!("x{round}.example")), 2),
+        )
+        .await;
         let tasks: Vec<_> = [
             ("alice", Verdict::Approve),
             ("bob", Verdict::Approve),
