@@ -29,6 +29,20 @@ pub struct ProposalView {
     pub expires_at: Option<Timestamp>,
     pub decision: Option<DecisionView>,
     pub archived_at: Option<Timestamp>,
+    /// Present when more than one approval is needed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<QuorumView>,
+}
+
+/// The approvals a proposal needs from distinct operators and those counted so far.
+#[derive(Debug, Serialize)]
+pub struct QuorumView {
+    pub needed: u32,
+    /// Approvals counted for the change under approval.
+    pub given: u32,
+    /// The change under approval when a modify replaced the proposed one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -64,6 +78,11 @@ impl From<&Proposal> for ProposalView {
                 decided_at: d.decided_at.clone(),
             }),
             archived_at: p.archived_at.clone(),
+            quorum: p.quorum.is_counted().then(|| QuorumView {
+                needed: p.quorum.needed,
+                given: p.quorum.given,
+                change: p.quorum.change.clone(),
+            }),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `approve`, `modify` and `reject`: one proposal by id, or in bulk every pending proposal
-//! of a bottle whose change matches a glob. Each decision prints one confirming line.
+//! of a bottle whose change matches a glob. Each decision prints one confirming line (for
+//! an approval counted toward a quorum not yet reached, how many of how many).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde_json::{Map, Value};
 use supervise_store::{
-    Flag, Kind, Proposal, StatusFilter, Store, StoreError, Verdict, clock, glob,
+    Flag, Kind, Proposal, Status, StatusFilter, Store, StoreError, Verdict, clock, glob,
 };
 
 use super::{Ctx, bottle_name};
@@ -81,10 +82,24 @@ fn confirmation(ctx: &Ctx, p: &Proposal, name: &str, grant_for: Option<Duration>
     let s = ctx.style;
     let kind = p.kind.as_str();
     let mut what = render::change_text(p.kind, &p.change);
-    if let Some(granted) = p.decision.as_ref().and_then(|d| d.change.as_ref())
+    let changed = match p.status {
+        Status::Pending => p.quorum.change.as_ref(),
+        _ => p.decision.as_ref().and_then(|d| d.change.as_ref()),
+    };
+    if let Some(granted) = changed
         && granted != &p.change
     {
         what = format!("{what} -> {}", render::change_text(p.kind, granted));
+    }
+    if p.status == Status::Pending {
+        // An approval counted toward a quorum that is not yet reached.
+        return format!(
+            "approval {} of {} recorded for {} ({}: {kind} {what}); another operator must approve it",
+            p.quorum.given,
+            p.quorum.needed,
+            s.paint(Color::Cyan, &p.id),
+            name
+        );
     }
     let mut line = format!(
         "{} {} ({}: {kind} {what})",
@@ -184,7 +199,11 @@ pub async fn bulk(
                 done += 1;
                 writeln!(out, "{}", confirmation(ctx, &decided, name, grant_for))?;
             }
-            Err(e @ (StoreError::NotPending { .. } | StoreError::ProposalNotFound(_))) => {
+            Err(
+                e @ (StoreError::NotPending { .. }
+                | StoreError::ProposalNotFound(_)
+                | StoreError::AlreadyApproved { .. }),
+            ) => {
                 failed += 1;
                 writeln!(out, "refused {} ({what}): {e}", s.paint(Color::Cyan, &p.id))?;
             }

@@ -94,7 +94,8 @@ pub fn table(ctx: &Ctx, proposals: &[Proposal], args: &ListArgs, ids: &ShortIds)
     t.render(ctx.style, ctx.width)
 }
 
-/// The change in one line; for a modified decision, `proposed -> granted`.
+/// The change in one line; for a modified decision, `proposed -> granted`; for a pending
+/// proposal that needs a quorum, the change under approval and `(1 of 2 approvals)`.
 pub fn change_cell(p: &Proposal) -> String {
     let proposed = render::change_text(p.kind, &p.change);
     match (
@@ -104,8 +105,20 @@ pub fn change_cell(p: &Proposal) -> String {
         (Status::Modified, Some(granted)) => {
             format!("{proposed} -> {}", render::change_text(p.kind, granted))
         }
+        (Status::Pending, _) if p.quorum.is_counted() => {
+            let mut text = proposed;
+            if let Some(changed) = &p.quorum.change {
+                text = format!("{text} -> {}", render::change_text(p.kind, changed));
+            }
+            format!("{text} ({})", approvals_text(p))
+        }
         _ => proposed,
     }
+}
+
+/// `1 of 2 approvals`.
+pub fn approvals_text(p: &Proposal) -> String {
+    format!("{} of {} approvals", p.quorum.given, p.quorum.needed)
 }
 
 pub fn flags_cell(flags: &[Flag]) -> Cell {

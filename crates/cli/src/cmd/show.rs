@@ -50,6 +50,18 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
             render::change_text(p.kind, &p.change)
         ),
         format!("{}{}", label("status"), status_text(ctx, p)),
+    ];
+    if p.quorum.is_counted() {
+        let mut text = super::queue::approvals_text(p);
+        if let Some(changed) = &p.quorum.change {
+            text.push_str(&format!(
+                " of the modified change {}",
+                render::change_text(p.kind, changed)
+            ));
+        }
+        lines.push(format!("{}{text}", label("approvals")));
+    }
+    lines.extend([
         format!("{}{}", label("hits"), p.hits),
         format!(
             "{}{} ({} ago)",
@@ -57,7 +69,7 @@ fn block(ctx: &Ctx, p: &Proposal, events: &[Event], grant: Option<String>) -> Ve
             p.created_at,
             render::age(&p.created_at)
         ),
-    ];
+    ]);
     if let Some(summary) = p.change.get("summary") {
         lines.push(s.paint(Color::Bold, "push"));
         lines.extend(
