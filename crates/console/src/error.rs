@@ -38,6 +38,7 @@ pub(crate) fn status_of(err: &StoreError) -> StatusCode {
         | E::GrantNotFound(_)
         | E::OperatorNotFound(_) => StatusCode::NOT_FOUND,
         E::NotPending { .. }
+        | E::AlreadyApproved { .. }
         | E::GrantEnded { .. }
         | E::BottleExists(_)
         | E::IpTaken { .. }

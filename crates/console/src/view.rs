@@ -110,3 +110,10 @@ impl HostFilter {
         self.chosen.is_empty() || host.is_none_or(|h| h == self.chosen)
     }
 }
+
+/// `1 of 2 approvals` for a proposal that needs more than one approval; `None` otherwise.
+pub(crate) fn approvals(p: &Proposal) -> Option<String> {
+    p.quorum
+        .is_counted()
+        .then(|| format!("{} of {} approvals", p.quorum.given, p.quorum.needed))
+}

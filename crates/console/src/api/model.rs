@@ -36,6 +36,23 @@ pub(crate) struct ProposalDoc {
     pub decision: Option<DecisionDoc>,
     #[schema(format = DateTime)]
     pub archived_at: Option<String>,
+    pub quorum: QuorumDoc,
+}
+
+/// The approvals a proposal needs from distinct operators (fixed when it was filed) and
+/// those counted so far: an approve that does not reach `needed` answers 200 with the
+/// proposal still `pending` and `given` one higher.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct QuorumDoc {
+    /// Approvals needed; 1 means the first decision decides.
+    #[schema(example = 2)]
+    pub needed: u32,
+    /// Approvals counted for the change under approval.
+    #[schema(example = 1)]
+    pub given: u32,
+    /// The change under approval when a modify replaced the proposed one.
+    #[schema(value_type = Option<Object>)]
+    pub change: Option<Value>,
 }
 
 /// An operator's decision.
@@ -194,6 +211,11 @@ impl From<&Proposal> for ProposalDoc {
             expires_at: p.expires_at.as_ref().map(text),
             decision: p.decision.as_ref().map(DecisionDoc::from),
             archived_at: p.archived_at.as_ref().map(text),
+            quorum: QuorumDoc {
+                needed: p.quorum.needed,
+                given: p.quorum.given,
+                change: p.quorum.change.clone(),
+            },
         }
     }
 }

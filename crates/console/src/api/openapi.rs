@@ -7,7 +7,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::model::{
     DecideBody, DecisionDoc, ErrorDoc, EventSchema, GrantDoc, GrantList, ProposalDetail,
-    ProposalDoc, ProposalList,
+    ProposalDoc, ProposalList, QuorumDoc,
 };
 use super::{events, grants, proposals};
 
@@ -26,7 +26,7 @@ use super::{events, grants, proposals};
     ),
     components(schemas(
         ProposalDoc, DecisionDoc, EventSchema, GrantDoc, ProposalList, ProposalDetail, GrantList,
-        DecideBody, ErrorDoc
+        DecideBody, ErrorDoc, QuorumDoc
     )),
     modifiers(&BearerAuth),
     security(("bearer" = []))

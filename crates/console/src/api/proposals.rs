@@ -93,7 +93,9 @@ enum Action {
     Reject,
 }
 
-/// Approve as proposed.
+/// Approve as proposed (or as modified, for a proposal whose quorum a modify restarted).
+/// A proposal that needs several approvals counts this one and stays `pending` until the
+/// last (`quorum.given` of `quorum.needed`); the token's operator counts once.
 #[utoipa::path(post, path = "/api/v1/proposals/{id}/approve", tag = "proposals",
     params(("id" = String, Path, description = "proposal id or a unique prefix")),
     request_body(content = Option<DecideBody>, content_type = "application/json"),
@@ -101,7 +103,8 @@ enum Action {
         (status = 200, body = ProposalDoc),
         (status = 400, body = ErrorDoc), (status = 401, body = ErrorDoc),
         (status = 403, body = ErrorDoc), (status = 404, body = ErrorDoc),
-        (status = 409, description = "already decided: who and when", body = ErrorDoc),
+        (status = 409, description = "already decided (who and when), or this operator's \
+            approval is already counted toward the proposal's quorum", body = ErrorDoc),
     ))]
 pub(crate) async fn approve(
     app: State<App>,

@@ -55,6 +55,10 @@ pub(crate) struct ProposalView {
     pub justification: String,
     pub decision: Option<DecisionView>,
     pub history: Vec<EventView>,
+    /// `1 of 2 approvals` when more than one approval is needed.
+    pub approvals: Option<String>,
+    /// The change under approval when a modify replaced the proposed one (pending only).
+    pub approving: Option<String>,
 }
 
 impl ProposalView {
@@ -92,6 +96,11 @@ impl ProposalView {
             summary: view::summary_lines(p),
             justification: view::untrusted(&p.justification),
             decision,
+            approvals: view::approvals(p),
+            approving: (p.status == Status::Pending)
+                .then(|| p.quorum.change.as_ref())
+                .flatten()
+                .map(|c| view::change_text(p.kind, c)),
             history: events
                 .iter()
                 .map(|e| EventView {
@@ -262,6 +271,10 @@ async fn decide(
                 (_, Some(at)) => format!("already {status} at {at}"),
                 _ => format!("already {status}"),
             };
+            render(&app, &user, &id, StatusCode::CONFLICT, Some(notice), None).await
+        }
+        Err(err @ StoreError::AlreadyApproved { .. }) => {
+            let notice = view::untrusted(&err.to_string());
             render(&app, &user, &id, StatusCode::CONFLICT, Some(notice), None).await
         }
         Err(err @ StoreError::Invalid { .. }) => again(err.to_string()).await,

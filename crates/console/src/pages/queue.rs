@@ -27,6 +27,8 @@ pub(crate) struct Row {
     pub age: String,
     pub time_left: String,
     pub justification: String,
+    /// `1 of 2 approvals` when more than one approval is needed.
+    pub approvals: Option<String>,
 }
 
 impl Row {
@@ -36,7 +38,14 @@ impl Row {
             id: p.id.to_string(),
             bottle: view::bottle_name(with_host, &p.host, &p.bottle),
             kind: p.kind.as_str(),
-            change: view::change_text(p.kind, &p.change),
+            change: match &p.quorum.change {
+                Some(changed) => format!(
+                    "{} -> {}",
+                    view::change_text(p.kind, &p.change),
+                    view::change_text(p.kind, changed)
+                ),
+                None => view::change_text(p.kind, &p.change),
+            },
             flags: p.flags.iter().map(|f| (f.as_str(), f.meaning())).collect(),
             hits: p.hits,
             age: view::age(&p.created_at),
@@ -45,6 +54,7 @@ impl Row {
                 Some(_) => format!("{} left", view::time_left(p.expires_at.as_ref())),
             },
             justification: view::untrusted(&p.justification),
+            approvals: view::approvals(p),
         }
     }
 }

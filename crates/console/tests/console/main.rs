@@ -12,5 +12,6 @@ mod browser;
 mod harness;
 mod hosts;
 mod limits;
+mod quorum;
 mod scope;
 mod security;
