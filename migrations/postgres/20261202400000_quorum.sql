@@ -22,6 +22,12 @@ CREATE TABLE approvals (
     PRIMARY KEY (proposal_id, round, operator)
 );
 
+-- An approval is history: never changed, never deleted (TRUNCATE included).
+CREATE TRIGGER approvals_keep BEFORE DELETE OR UPDATE ON approvals
+    FOR EACH ROW EXECUTE FUNCTION supervise_refuse('approvals are kept for audit');
+CREATE TRIGGER approvals_keep_truncate BEFORE TRUNCATE ON approvals
+    FOR EACH STATEMENT EXECUTE FUNCTION supervise_refuse('approvals are kept for audit');
+
 -- The event names this schema knows (the Rust `EventKind`, in the same order).
 CREATE OR REPLACE FUNCTION events_known_event() RETURNS trigger
 LANGUAGE plpgsql AS $$

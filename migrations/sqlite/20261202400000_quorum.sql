@@ -22,6 +22,12 @@ CREATE TABLE approvals (
     PRIMARY KEY (proposal_id, round, operator)
 ) STRICT;
 
+-- An approval is history: never changed, never deleted.
+CREATE TRIGGER approvals_keep BEFORE DELETE ON approvals
+BEGIN SELECT RAISE(ABORT, 'approvals are kept for audit'); END;
+CREATE TRIGGER approvals_fixed BEFORE UPDATE ON approvals
+BEGIN SELECT RAISE(ABORT, 'approvals are kept for audit'); END;
+
 -- The event names this schema knows (the Rust `EventKind`, in the same order).
 DROP TRIGGER events_known_event;
 CREATE TRIGGER events_known_event BEFORE INSERT ON events

@@ -363,3 +363,28 @@ on_both!(
     flavor = "multi_thread",
     worker_threads = 4
 );
+
+/// An approval is history: another process can neither edit nor delete one.
+async fn approvals_can_be_neither_edited_nor_deleted(db: TestDb) {
+    let store = db.open().await;
+    let b = bottle(&store, "demo", "127.0.0.1").await;
+    let id = created(&store, needing(egress(&b, "pypi.org"), 2)).await;
+    approve(&store, &id, "alice").await.unwrap();
+    let mut raw = db.raw().await;
+    for sql in [
+        "DELETE FROM approvals",
+        "UPDATE approvals SET operator = 'mallory'",
+    ] {
+        let refused = sqlx::query(sql).execute(&mut raw).await;
+        assert!(
+            refused
+                .unwrap_err()
+                .to_string()
+                .contains("approvals are kept for audit"),
+            "{sql}"
+        );
+    }
+    let (p, _) = store.show(&id).await.unwrap();
+    assert_eq!(p.quorum.given, 1);
+}
+on_both!(approvals_can_be_neither_edited_nor_deleted);
