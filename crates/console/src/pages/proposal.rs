@@ -97,9 +97,11 @@ impl ProposalView {
             justification: view::untrusted(&p.justification),
             decision,
             approvals: view::approvals(p),
-            approving: (p.status == Status::Pending)
-                .then(|| p.quorum.change.as_ref())
-                .flatten()
+            approving: p
+                .quorum
+                .change
+                .as_ref()
+                .filter(|_| p.status == Status::Pending)
                 .map(|c| view::change_text(p.kind, c)),
             history: events
                 .iter()
