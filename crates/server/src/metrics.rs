@@ -157,7 +157,11 @@ impl Metrics {
         let decisions = Family::<DecisionLabels, Counter>::default();
         // Each outcome an operator gives, through each way there is, and the cooldown's: a
         // series from the start, so a rate over the first decision is right.
-        let outcomes = [EventKind::Approved, EventKind::Modified, EventKind::Rejected];
+        let outcomes = [
+            EventKind::Approved,
+            EventKind::Modified,
+            EventKind::Rejected,
+        ];
         for outcome in outcomes {
             for via in Via::ALL {
                 decisions
