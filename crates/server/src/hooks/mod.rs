@@ -405,6 +405,7 @@ mod tests {
             timeout: Duration::from_millis(300),
             concurrency: 2,
             console_url: None,
+            counted: Default::default(),
         };
         let (stop, runner) = start_runner(&store, config).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
