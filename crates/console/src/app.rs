@@ -1,5 +1,5 @@
 //! The shared state every handler sees: the store, the console's origin, the sign-in
-//! limiter, the change feed's broadcast and the stop signal.
+//! limiter, the change feed's broadcast, the stop signal and the console's metrics.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::error::ConsoleError;
 use crate::feed;
 use crate::limit::Limiter;
+use crate::metrics::Metrics;
 
 /// Events a slow live stream may fall behind before it is told to read again.
 const FEED_BUFFER: usize = 1024;
@@ -32,6 +33,8 @@ struct Inner {
     feed: broadcast::Sender<Arc<Event>>,
     // The stop signal: live streams end when it turns true, so graceful shutdown can finish.
     stop: watch::Sender<bool>,
+    /// This console's own Prometheus figures (`GET /metrics`).
+    metrics: Arc<Metrics>,
 }
 
 impl App {
@@ -52,6 +55,7 @@ impl App {
             body_timeout: config.body_timeout,
             feed: feed.clone(),
             stop,
+            metrics: Metrics::new(),
         }));
         let task = tokio::spawn(feed::run(
             store,
@@ -79,6 +83,10 @@ impl App {
     /// Whether operators reach the console over https (the cookie is then `Secure`).
     pub(crate) fn secure(&self) -> bool {
         self.0.secure
+    }
+
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.0.metrics
     }
 
     pub(crate) fn limiter(&self) -> &Limiter {

@@ -6,7 +6,8 @@
 //! (`tls` loads the PEM files) and holds clients to the connection cap, header and body
 //! timeouts and size limits; `app` is the shared state; `router` builds every route from
 //! its lists and lays the guards over them; `headers` the security headers every answer
-//! carries, `limit` the sign-in rate limit. `auth` turns a session cookie or a bearer
+//! carries, `limit` the sign-in rate limit, `metrics` the console's own figures (`GET
+//! /metrics` for any API token) and `GET /healthz`. `auth` turns a session cookie or a bearer
 //! token into the store's `Operator` and `Actor`, and its `guard` checks the Origin and
 //! CSRF token of every state-changing page request before the handler runs. `pages/`
 //! holds one module per page (queue, proposal, grants, audit, admin, sign-in) with its
@@ -34,6 +35,7 @@ mod headers;
 mod input;
 mod limit;
 mod listener;
+mod metrics;
 mod pages;
 mod router;
 mod tls;

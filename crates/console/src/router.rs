@@ -1,5 +1,6 @@
 //! Every route of the console and the layers over them: pages at `/` behind the guard of
-//! state-changing requests (`auth::guard`), the API at `/api/v1`, assets at `/static`, all
+//! state-changing requests (`auth::guard`), the API at `/api/v1`, assets at `/static`,
+//! `/metrics` and `/healthz` for monitoring, all counted by route and status and
 //! with their bodies read within the limits (`listener::read_body`) and behind the
 //! security headers. Handlers import the state, never this.
 
@@ -11,7 +12,7 @@ use crate::api::{self, events, grants as api_grants, openapi, proposals as api_p
 use crate::app::App;
 use crate::auth::{self, SIGN_IN};
 use crate::pages::{self, admin, audit, grants, live, proposal, queue, sign_in};
-use crate::{assets, headers, listener};
+use crate::{assets, headers, listener, metrics};
 
 /// The whole console.
 pub(crate) fn router(app: App) -> Router {
@@ -19,9 +20,34 @@ pub(crate) fn router(app: App) -> Router {
         .merge(pages(app.clone()))
         .nest("/api/v1", api())
         .merge(assets::router())
+        .merge(operations())
         .layer(from_fn_with_state(app.body_timeout(), listener::read_body))
         .layer(from_fn_with_state(app.clone(), headers::security_headers))
+        .layer(from_fn_with_state(app.clone(), metrics::count_requests))
         .with_state(app)
+}
+
+/// The routes for the machines that watch the console, outside the pages and the API:
+/// `GET /metrics` (a bearer token of any role) and `GET /healthz` (public). Both only read,
+/// so no other method is served on them.
+pub(crate) fn operation_routes() -> Vec<(&'static str, MethodRouter<App>)> {
+    vec![
+        (METRICS, get(metrics::scrape)),
+        (HEALTHZ, get(metrics::healthz)),
+    ]
+}
+
+/// The console's Prometheus figures.
+pub(crate) const METRICS: &str = "/metrics";
+/// The console's health check, answered without a token.
+pub(crate) const HEALTHZ: &str = "/healthz";
+
+fn operations() -> Router<App> {
+    operation_routes()
+        .into_iter()
+        .fold(Router::new(), |router, (path, handler)| {
+            router.route(path, handler)
+        })
 }
 
 /// Every state-changing route of the pages: its path and its handler. Each is served

@@ -1,6 +1,7 @@
 //! The state every request handler shares, and the background tasks that serve it: the
 //! proposal writer, the change-feed reader with its subscribers (the waiters' watcher, the
-//! relay to `subscriptions/listen` streams and the hook runner) and the sweep. [`App::start`] builds both, so a test can run the
+//! relay to `subscriptions/listen` streams, the hook runner and the metrics' counter) and
+//! the sweep. [`App::start`] builds both, so a test can run the
 //! whole server in-process without HTTP.
 
 use std::net::SocketAddr;
@@ -16,6 +17,7 @@ use crate::budget::WaitBudget;
 use crate::config::Config;
 use crate::feed::Feed;
 use crate::hooks;
+use crate::metrics::{self, Metrics};
 use crate::shutdown::Shutdown;
 use crate::task_feed::TaskFeed;
 use crate::waiters::{self, Waiters};
@@ -39,6 +41,8 @@ pub(crate) struct App {
     /// The address the listener is bound to (its port is part of the allowed Origin/Host).
     pub(crate) local_addr: SocketAddr,
     pub(crate) server_info: Implementation,
+    /// The Prometheus figures (`--metrics-listen` serves them).
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 /// The background tasks of one [`App`]; each stops on the shutdown signal.
@@ -57,6 +61,8 @@ impl App {
         shutdown: Shutdown,
     ) -> StoreResult<(Arc<App>, Tasks)> {
         let start_seq = store.last_seq().await?;
+        let metrics = Metrics::new();
+        store.observe_writes(metrics.write_observer());
         let mut tasks = Vec::new();
         let (writer, task) = Writer::spawn(store.clone(), shutdown.clone());
         tasks.push(task);
@@ -66,6 +72,12 @@ impl App {
         tasks.push(tokio::spawn(waiters::watch_feed(
             store.clone(),
             waiters.clone(),
+            feed.subscribe(),
+            shutdown.clone(),
+        )));
+        tasks.push(tokio::spawn(metrics::follow_feed(
+            metrics.clone(),
+            store.clone(),
             feed.subscribe(),
             shutdown.clone(),
         )));
@@ -92,6 +104,7 @@ impl App {
             tasks.push(tokio::spawn(hooks::run(
                 hooks::HookConfig {
                     console_url: config.console_url.clone(),
+                    counted: metrics.hooks.clone(),
                     ..hooks::HookConfig::new(command)
                 },
                 store.clone(),
@@ -120,6 +133,7 @@ impl App {
             task_feed,
             local_addr,
             server_info: server_info(),
+            metrics,
         };
         Ok((Arc::new(app), Tasks(tasks)))
     }

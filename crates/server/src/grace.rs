@@ -9,6 +9,7 @@ use supervise_store::{Bottle, Delivery, Kind, NewProposal, Proposal, Proposed, S
 use crate::answer::{self, Answer};
 use crate::app::App;
 use crate::bottles::Stale;
+use crate::metrics::Refusal;
 use crate::waiters::Waited;
 
 /// Who received a delivered decision (it is logged).
@@ -112,6 +113,7 @@ async fn file(
             return done(answer::bad_argument(&field, &message, tool));
         }
         Err(e @ StoreError::PendingCapReached { .. }) => {
+            app.metrics.refused(Refusal::PendingCap);
             return done(answer::refused(
                 e.to_string(),
                 None,
@@ -136,9 +138,11 @@ async fn wait_for(app: &App, bottle: &Bottle, p: Box<Proposal>) -> Answer {
         Ok(place) => place,
         Err(full) => {
             tracing::debug!(bottle = %bottle.slug, proposal = %p.id, ?full, "wait limit reached; answering pending at once");
+            app.metrics.refused(Refusal::WaitCap);
             return answer::pending(*p);
         }
     };
+    let _waiting = app.metrics.waiting();
     let deadline = tokio::time::Instant::now() + app.config.grace;
     let waited = app
         .waiters

@@ -27,6 +27,7 @@ use tracing::Instrument;
 use crate::app::App;
 use crate::body::ReplyBody;
 use crate::config::MAX_BODY_BYTES;
+use crate::metrics::Refusal;
 use crate::rpc::{self, Read};
 use crate::write_timeout::WriteTimeout;
 
@@ -172,6 +173,7 @@ async fn read(
     }
     if let Err(refusal) = check_origin_and_host(app, req.headers()) {
         tracing::info!(%ip, reason = %refusal, "refused by DNS-rebinding protection");
+        app.metrics.refused(Refusal::OriginOrHost);
         return Err(rpc_error(
             StatusCode::FORBIDDEN,
             ErrorObject::new(ErrorCode::INVALID_REQUEST, refusal),
@@ -209,6 +211,7 @@ async fn read(
         Ok(Some(b)) => b,
         Ok(None) => {
             tracing::info!(%ip, "refused: no bottle registered for this address");
+            app.metrics.refused(Refusal::UnknownBottle);
             return Err(rpc_error(
                 StatusCode::FORBIDDEN,
                 ErrorObject::new(
@@ -231,6 +234,7 @@ async fn read(
     tracing::Span::current().record("bottle", bottle.slug.as_str());
 
     if let Some(refusal) = media_type_refusal(req.headers()) {
+        app.metrics.refused(Refusal::MediaType);
         return Err(refusal);
     }
     if let Some(len) = req
@@ -240,6 +244,7 @@ async fn read(
         .and_then(|v| v.trim().parse::<u64>().ok())
         && len > MAX_BODY_BYTES as u64
     {
+        app.metrics.refused(Refusal::TooLarge);
         return Err(too_large());
     }
     // Only the headers are kept (the URI and the rest go now); see `rpc::handle`.
@@ -251,6 +256,7 @@ async fn read(
     .await;
     let body = match collected {
         Err(_) => {
+            app.metrics.refused(Refusal::BodyTimeout);
             return Err(rpc_error(
                 StatusCode::REQUEST_TIMEOUT,
                 ErrorObject::invalid_request("the request body was not received in time"),
@@ -260,6 +266,7 @@ async fn read(
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
+            app.metrics.refused(Refusal::TooLarge);
             return Err(too_large());
         }
         Ok(Err(e)) => {

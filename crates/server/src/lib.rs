@@ -13,7 +13,8 @@
 //! commit), take a place in the `budget`, and wait through `waiters` for a decision. `feed`
 //! is the one reader of the store's change feed; the waiters' watcher and the `hooks`
 //! subscribe to it. `bottles` caches attribution briefly. `open_files` raises the
-//! open-file limit at start and sizes the budget's caps from it.
+//! open-file limit at start and sizes the budget's caps from it. `metrics` keeps the
+//! Prometheus figures and serves them on their own listener (`--metrics-listen`).
 //!
 //! All state lives in the database: the server mints no MCP session, so a restarted server
 //! carries on where the last one stopped. One server serves a database on a host
@@ -30,6 +31,7 @@ mod grace;
 mod hooks;
 mod http;
 mod methods;
+mod metrics;
 pub mod open_files;
 mod rpc;
 mod shutdown;
@@ -57,6 +59,18 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> anyhow::Result<()> {
+    serve_with_metrics(listener, None, store, config, shutdown).await
+}
+
+/// [`serve`], plus `GET /metrics` in Prometheus's text format on `metrics` when given: a
+/// listener of its own, never the MCP one, served until shutdown starts.
+pub async fn serve_with_metrics(
+    listener: TcpListener,
+    metrics: Option<TcpListener>,
+    store: Store,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send,
+) -> anyhow::Result<()> {
     let local_addr = listener
         .local_addr()
         .context("reading the listen address")?;
@@ -64,6 +78,14 @@ pub async fn serve(
     let (app, tasks) = app::App::start(store.clone(), config, local_addr, stop)
         .await
         .context("reading the change feed of the database")?;
+    let metrics = metrics.map(|l| {
+        tokio::spawn(metrics::serve(
+            l,
+            app.metrics.clone(),
+            store.clone(),
+            app.shutdown.clone(),
+        ))
+    });
 
     let graceful = http::accept_loop(listener, app.clone(), shutdown).await;
 
@@ -74,6 +96,9 @@ pub async fn serve(
     trigger.drained();
     drop(app);
     tasks.join().await;
+    if let Some(m) = metrics {
+        let _ = m.await;
+    }
     store.close().await;
     tracing::info!("supervise-server stopped");
     Ok(())

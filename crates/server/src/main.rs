@@ -100,6 +100,11 @@ struct Args {
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
 
+    /// Serve Prometheus metrics (`GET /metrics`) on this address, a listener of its own and
+    /// never the MCP one (`off`: none).
+    #[arg(long, env = "SUPERVISE_METRICS_LISTEN", value_name = "ADDR|off", value_parser = metrics_listen)]
+    metrics_listen: Option<MetricsListen>,
+
     /// Log format (the filter comes from SUPERVISE_LOG, e.g. `info` or `supervise_server=debug`).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -109,6 +114,23 @@ struct Args {
 enum LogFormat {
     Text,
     Json,
+}
+
+/// `--metrics-listen`: an address, or `off`.
+#[derive(Debug, Clone, Copy)]
+enum MetricsListen {
+    Off,
+    At(SocketAddr),
+}
+
+fn metrics_listen(s: &str) -> Result<MetricsListen, String> {
+    match s.trim() {
+        "" | "off" => Ok(MetricsListen::Off),
+        addr => addr
+            .parse()
+            .map(MetricsListen::At)
+            .map_err(|_| format!("{s:?} is not an address like 127.0.0.1:9411, or `off`")),
+    }
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -207,6 +229,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
+    let metrics = match args.metrics_listen {
+        Some(MetricsListen::At(at)) => {
+            let l = tokio::net::TcpListener::bind(at)
+                .await
+                .with_context(|| format!("cannot listen on {at} for --metrics-listen"))?;
+            let bound = l.local_addr()?;
+            tracing::info!(address = %bound, "metrics on http://{bound}/metrics");
+            Some(l)
+        }
+        Some(MetricsListen::Off) | None => None,
+    };
     tracing::info!(
         address = %addr,
         db = %shown,
@@ -225,7 +258,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         task_poll_interval: args.task_poll_interval,
         ..Config::default()
     };
-    supervise_server::serve(listener, store, config, shutdown_signal()).await
+    supervise_server::serve_with_metrics(listener, metrics, store, config, shutdown_signal()).await
 }
 
 /// Raises the open-file limit and sizes the wait caps from it (see

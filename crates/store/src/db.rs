@@ -25,7 +25,11 @@ mod multirow;
 mod operators;
 mod pg;
 mod proposals;
+<<<<<<< HEAD
 mod quorum;
+=======
+mod queue;
+>>>>>>> metrics
 mod rows;
 mod schema;
 mod secrets;
@@ -46,6 +50,7 @@ use tracing::instrument;
 pub use backend::{Backend, Location};
 pub use changes::Changes;
 pub use follow::{Follow, Woken};
+pub use queue::PendingGroup;
 
 use crate::error::{StoreError, StoreResult};
 
@@ -146,6 +151,27 @@ struct Inner {
     last_write: std::sync::Mutex<Option<WriteFailure>>,
     /// SQLite's change signal and the pending polls answered at it ([`fresh`]).
     fresh: Option<fresh::Fresh>,
+    /// Told how long each committed write took ([`Store::observe_writes`]).
+    write_observer: std::sync::OnceLock<WriteObserver>,
+}
+
+/// A function told the duration of every committed write transaction, from asking for the
+/// write lock to the end of its COMMIT (queueing behind this process's other writers
+/// included): the server's metrics keep a histogram of it. The store itself keeps none.
+#[derive(Clone)]
+pub struct WriteObserver(Arc<dyn Fn(Duration) + Send + Sync>);
+
+impl WriteObserver {
+    /// Wraps `f`, which runs on the writer's task right after each commit: keep it cheap.
+    pub fn new(f: impl Fn(Duration) + Send + Sync + 'static) -> WriteObserver {
+        WriteObserver(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for WriteObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WriteObserver")
+    }
 }
 
 /// How long a write waits before trying a busy SQLite write lock again, by how long it has
@@ -185,6 +211,8 @@ async fn pause(d: Duration) {
 /// released; if that ROLLBACK fails too, the connection is closed.
 struct WriteTx<'a> {
     store: &'a Store,
+    /// When the write lock was asked for, for the [`WriteObserver`].
+    started: std::time::Instant,
     /// Owned, so a dropped transaction's rollback (a spawned task) keeps the slot until it
     /// is done and the next writer never meets this one's lock. Always holds a connection
     /// while the transaction is open.
@@ -208,6 +236,9 @@ impl WriteTx<'_> {
         match result {
             Ok(_) => {
                 self.store.record_write(None);
+                if let Some(observe) = self.store.inner.write_observer.get() {
+                    (observe.0)(self.started.elapsed());
+                }
                 Ok(())
             }
             Err(e) => {
@@ -299,6 +330,7 @@ impl Store {
                 last_write: std::sync::Mutex::new(None),
                 options,
                 fresh,
+                write_observer: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -343,6 +375,7 @@ impl Store {
     /// [`StoreError::Busy`]; on PostgreSQL the lock wait is the server's own queue, bounded by
     /// `lock_timeout`.
     async fn write(&self) -> StoreResult<WriteTx<'_>> {
+        let asked = std::time::Instant::now();
         let mut slot = self.inner.writer.clone().lock_owned().await;
         let started = tokio::time::Instant::now();
         let deadline = started + self.inner.options.busy_timeout;
@@ -358,6 +391,7 @@ impl Store {
             let Err(e) = sqlx::raw_sql(begin).execute(&mut *conn).await else {
                 return Ok(WriteTx {
                     store: self,
+                    started: asked,
                     slot: Some(slot),
                 });
             };
@@ -484,6 +518,13 @@ impl Store {
     /// The typed error for a failed statement, naming this store's database.
     fn classify(&self, e: sqlx::Error) -> StoreError {
         backend::classify(&self.inner.location, e)
+    }
+
+    /// Tells `observer` the duration of every write this store (and each clone of it)
+    /// commits from now on. One observer per store: a second call is ignored and answers
+    /// `false`.
+    pub fn observe_writes(&self, observer: WriteObserver) -> bool {
+        self.inner.write_observer.set(observer).is_ok()
     }
 
     /// Remembers how the last write transaction ended, for `health`.

@@ -24,6 +24,7 @@ use super::model::{ErrorDoc, EventSchema};
 use super::{ApiError, bad_query};
 use crate::app::App;
 use crate::auth::ApiUser;
+use crate::metrics::StreamKind;
 
 /// Events in one JSON answer at most.
 const JSON_LIMIT: u32 = 1000;
@@ -155,7 +156,9 @@ fn stream_from(app: App, user: ApiUser, host: Option<String>, mut follow: Follow
     // backlog already sent are skipped by their sequence number.
     let mut feed = app.subscribe();
     let mut stop = app.stopping();
+    let open = app.metrics().stream(StreamKind::Api);
     tokio::spawn(async move {
+        let _open = open;
         let host = host.as_deref();
         if !catch_up(&app, &mut follow, &user.actor, host, &tx).await {
             return;

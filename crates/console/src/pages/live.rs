@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::app::App;
 use crate::auth::PageUser;
+use crate::metrics::StreamKind;
 
 /// How often an open stream checks that its session still holds.
 const RECHECK: Duration = Duration::from_secs(5);
@@ -23,7 +24,9 @@ pub(crate) async fn stream(State(app): State<App>, user: PageUser) -> Response {
     let (tx, rx) = mpsc::channel::<SseEvent>(16);
     let mut feed = app.subscribe();
     let mut stop = app.stopping();
+    let open = app.metrics().stream(StreamKind::Page);
     tokio::spawn(async move {
+        let _open = open;
         let hello = SseEvent::default().event("ready").data("{}");
         if tx.send(hello).await.is_err() {
             return;

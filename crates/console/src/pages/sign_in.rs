@@ -15,6 +15,7 @@ use crate::app::App;
 use crate::auth::{self, PageUser};
 use crate::limit::Over;
 use crate::listener::Peer;
+use crate::metrics::SignIn;
 
 #[derive(Template)]
 #[template(path = "sign_in.html")]
@@ -62,6 +63,7 @@ pub(crate) async fn spend(
 ) -> Response {
     if let Err(over) = app.limiter().allow(peer.0.ip()) {
         tracing::info!(peer = %peer.0.ip(), ?over, "sign-in rate limit reached");
+        app.metrics().sign_in(SignIn::Limited);
         let message = match over {
             Over::Address => "too many sign-in attempts from this address; wait a minute",
             Over::Total => "too many sign-in attempts to this console; wait a minute",
@@ -74,6 +76,7 @@ pub(crate) async fn spend(
     match app.store().sign_in(&secret).await {
         Ok(session) => {
             tracing::info!(operator = %session.operator.name, "signed in");
+            app.metrics().sign_in(SignIn::Started);
             let max_age = session.expires_at.seconds_until();
             let cookie = auth::session_cookie(&app, session.secret.expose(), max_age);
             let mut resp = Redirect::to("/").into_response();
@@ -83,6 +86,7 @@ pub(crate) async fn spend(
             resp
         }
         Err(StoreError::SignInRefused(why)) => {
+            app.metrics().sign_in(SignIn::Refused);
             let message = match why {
                 SignInRefusal::Spent => "this sign-in link was already used",
                 SignInRefusal::Expired => "this sign-in link has expired (links last 15 minutes)",
@@ -102,6 +106,7 @@ pub(crate) async fn sign_out(
     user: PageUser,
 ) -> Result<Response, PageError> {
     app.store().sign_out(&user.secret).await?;
+    app.metrics().sign_out();
     tracing::info!(operator = %user.operator.name, at = %Timestamp::now(), "signed out");
     let mut resp = Redirect::to("/sign-in").into_response();
     if let Ok(v) = header::HeaderValue::from_str(&auth::clear_cookie(&app)) {

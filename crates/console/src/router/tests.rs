@@ -1,6 +1,7 @@
 //! The router's lists walked over real HTTP: every state-changing page route refuses a post
 //! without the session's CSRF token or from another origin, and every API route but the
-//! OpenAPI document refuses a call without a token.
+//! OpenAPI document refuses a call without a token; `/metrics` needs a token of any role,
+//! `/healthz` none, and both only read.
 
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use supervise_store::{Actor, Role, Store, StoreOptions};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-use super::{OPENAPI, SIGN_IN, api_routes, page_posts};
+use super::{HEALTHZ, METRICS, OPENAPI, SIGN_IN, api_routes, operation_routes, page_posts};
 use crate::config::Config;
 
 struct Running {
@@ -133,4 +134,82 @@ async fn the_openapi_document_is_public_and_every_other_api_route_needs_a_token(
             "{path} without a token: {statuses:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn metrics_need_a_token_of_any_role_and_healthz_none_and_both_only_read() {
+    let c = start().await;
+    let routes = operation_routes();
+    assert!(routes.iter().any(|(path, _)| *path == METRICS));
+    assert!(routes.iter().any(|(path, _)| *path == HEALTHZ));
+    let root = Actor::cli("root");
+    c.store
+        .add_operator("vera", Role::Viewer, &[], &root)
+        .await
+        .unwrap();
+    let token = c.store.operator_token("vera", &root).await.unwrap();
+    let bearer = format!("Bearer {}", token.expose());
+    for (path, _) in routes {
+        let url = format!("{}{path}", c.url);
+        // Only reads: a post is refused whatever it carries.
+        let post = client()
+            .post(&url)
+            .header("authorization", &bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(post.status(), 405, "POST {path}");
+        let anonymous = client().get(&url).send().await.unwrap();
+        if path == HEALTHZ {
+            assert_eq!(anonymous.status(), 200, "{path} is public");
+            assert_eq!(anonymous.text().await.unwrap(), "ok\n");
+            continue;
+        }
+        assert_eq!(anonymous.status(), 401, "{path} without a token");
+        let forged = client()
+            .get(&url)
+            .header("authorization", "Bearer sv_forged")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(forged.status(), 401, "{path} with an unknown token");
+        let viewer = client()
+            .get(&url)
+            .header("authorization", &bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(viewer.status(), 200, "{path} with a viewer's token");
+        let text = viewer.text().await.unwrap();
+        // Its own figures only: the refused calls above are counted by route and status,
+        // and nothing of the queue is there.
+        assert!(
+            text.contains(
+                r#"supervise_console_requests_total{route="/metrics",method="GET",status="401"} 2"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"supervise_console_live_streams{kind="page"} 0"#),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE supervise_console_sign_ins_total counter"),
+            "{text}"
+        );
+        assert!(!text.contains("supervise_proposals_pending"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn healthz_is_503_when_the_database_is_gone() {
+    let c = start().await;
+    std::fs::remove_file(c._dir.path().join("s.db")).unwrap();
+    let r = client()
+        .get(format!("{}{HEALTHZ}", c.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert!(r.text().await.unwrap().starts_with("unavailable: "));
 }

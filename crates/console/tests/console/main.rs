@@ -5,13 +5,18 @@
 //! filters on pages and API), `limits` (stalled clients, sign-in floods), `scope` (what an
 //! operator limited to some bottles learns of the rest: id prefixes, the trail) and
 //! `browser` (the operator's day in real headless Chromium through WebDriver, with an agent
-//! on the real MCP server).
+//! on the real MCP server) and `prometheus` (a real Prometheus scraping the server's
+//! metrics listener and the console).
 
 mod api;
 mod browser;
 mod harness;
 mod hosts;
 mod limits;
+<<<<<<< HEAD
 mod quorum;
+=======
+mod prometheus;
+>>>>>>> metrics
 mod scope;
 mod security;

@@ -43,6 +43,8 @@ pub(crate) struct HookConfig {
     /// The console's public URL (`SUPERVISE_CONSOLE_URL`): each document then carries its
     /// proposal's page as `url`.
     pub(crate) console_url: Option<String>,
+    /// Moved once per run, and once more per failed run (`supervise_hook_*_total`).
+    pub(crate) counted: crate::metrics::HookCounters,
 }
 
 impl HookConfig {
@@ -53,6 +55,7 @@ impl HookConfig {
             timeout: Duration::from_secs(10),
             concurrency: 4,
             console_url: None,
+            counted: crate::metrics::HookCounters::default(),
         }
     }
 }
@@ -403,6 +406,7 @@ mod tests {
             timeout: Duration::from_millis(300),
             concurrency: 2,
             console_url: None,
+            counted: Default::default(),
         };
         let (stop, runner) = start_runner(&store, config).await;
         tokio::time::sleep(Duration::from_millis(100)).await;

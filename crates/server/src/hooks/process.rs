@@ -21,7 +21,16 @@ fn event_document(config: &HookConfig, ev: &Event) -> String {
     serde_json::to_string(&doc).unwrap_or_else(|_| "{}".into())
 }
 
+/// Runs the hook once for `ev`, counting the run, and the failure if it fails.
 pub(super) async fn run_one(config: &HookConfig, ev: &Event) {
+    config.counted.runs.inc();
+    if !run_and_wait(config, ev).await {
+        config.counted.failures.inc();
+    }
+}
+
+/// Runs the hook for `ev`; whether it exited successfully in time.
+async fn run_and_wait(config: &HookConfig, ev: &Event) -> bool {
     let doc = event_document(config, ev);
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -41,7 +50,7 @@ pub(super) async fn run_one(config: &HookConfig, ev: &Event) {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!(event = %ev.event, seq = ev.seq, error = %e, "hook could not start");
-            return;
+            return false;
         }
     };
     if let Some(mut stdin) = child.stdin.take() {
@@ -54,16 +63,19 @@ pub(super) async fn run_one(config: &HookConfig, ev: &Event) {
         Ok(Ok(out)) if out.status.success() => {
             group.disarm();
             tracing::debug!(event = %ev.event, seq = ev.seq, "hook ran");
+            true
         }
         Ok(Ok(out)) => {
             group.disarm();
             let stderr = String::from_utf8_lossy(&out.stderr);
             let stderr: String = stderr.trim().chars().take(300).collect();
             tracing::warn!(event = %ev.event, seq = ev.seq, status = %out.status, stderr, "hook failed");
+            false
         }
         Ok(Err(e)) => {
             group.disarm();
-            tracing::warn!(event = %ev.event, seq = ev.seq, error = %e, "hook failed")
+            tracing::warn!(event = %ev.event, seq = ev.seq, error = %e, "hook failed");
+            false
         }
         Err(_) => {
             // The child itself is killed on drop; the guard below kills the rest of its group.
@@ -73,6 +85,7 @@ pub(super) async fn run_one(config: &HookConfig, ev: &Event) {
                 timeout_s = config.timeout.as_secs_f64(),
                 "hook timed out and was killed"
             );
+            false
         }
     }
 }

@@ -20,6 +20,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::ctx::Ctx;
 use crate::body::sse_event;
 use crate::budget::{Full, WaitPermit};
+use crate::metrics::{Held, Refusal};
 use crate::shutdown::Shutdown;
 use crate::task;
 use crate::task_feed::TaskChange;
@@ -63,6 +64,7 @@ pub(crate) async fn open(
         )));
     }
     let permit = ctx.app.budget.try_acquire(ctx.bottle.id).map_err(|full| {
+        ctx.app.metrics.refused(Refusal::WaitCap);
         let limit = match full {
             Full::Server(n) => format!("the server's limit of {n} (--max-waiting)"),
             Full::Bottle(n) => format!("this bottle's limit of {n} (--max-waiting-per-bottle)"),
@@ -88,6 +90,7 @@ pub(crate) async fn open(
         watched: ids.into_iter().map(|id| (id, None)).collect(),
         tx,
         _permit: permit,
+        _counted: ctx.app.metrics.streaming(),
     };
     tokio::spawn(stream.run(changes, ctx.app.shutdown.clone()));
     Ok(rx)
@@ -106,6 +109,8 @@ struct Stream {
     tx: mpsc::Sender<Bytes>,
     /// The stream's place in the wait budget, given back when it ends.
     _permit: WaitPermit,
+    /// Its place on the `supervise_task_streams` gauge.
+    _counted: Held,
 }
 
 impl Stream {

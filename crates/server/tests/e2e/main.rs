@@ -9,6 +9,7 @@ mod harness;
 mod health;
 mod in_process;
 mod limits;
+mod metrics;
 mod protocol;
 mod shutdown;
 mod tasks;

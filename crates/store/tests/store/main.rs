@@ -23,6 +23,7 @@ mod migrations;
 mod operators;
 mod pending_cap;
 mod quorum;
+mod queue;
 mod rules;
 mod scope;
 mod tasks;
