@@ -25,11 +25,8 @@ mod multirow;
 mod operators;
 mod pg;
 mod proposals;
-<<<<<<< HEAD
-mod quorum;
-=======
 mod queue;
->>>>>>> metrics
+mod quorum;
 mod rows;
 mod schema;
 mod secrets;

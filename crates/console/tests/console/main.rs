@@ -13,10 +13,7 @@ mod browser;
 mod harness;
 mod hosts;
 mod limits;
-<<<<<<< HEAD
-mod quorum;
-=======
 mod prometheus;
->>>>>>> metrics
+mod quorum;
 mod scope;
 mod security;
