@@ -17,17 +17,33 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand};
 use crate::cmd::Ctx;
 use crate::cmd::decide::Action;
 use crate::render::Style;
 
+/// Environment variables the CLI reads itself (`config::db_setting`), by argument: set, they
+/// beat a `--config` file as clap's own ones do.
+const OWN_ENV: &[(&str, &str)] = &[("db", "SUPERVISE_DB"), ("db_file", "SUPERVISE_DB_FILE")];
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(err) => {
+    // `supervise console --config FILE`: the file's settings go under flags and environment.
+    let parsed = supervise_settings::parse(Cli::command(), std::env::args_os().collect(), OWN_ENV)
+        .and_then(|layered| {
+            if layered.print_requested() {
+                return Ok(Err(layered.describe()));
+            }
+            Ok(Ok(Cli::from_arg_matches(&layered.matches)?))
+        });
+    let cli = match parsed {
+        Ok(Ok(cli)) => cli,
+        Ok(Err(settings)) => {
+            print!("{settings}");
+            return ExitCode::from(exit::SUCCESS);
+        }
+        Err(supervise_settings::SettingsError::Clap(err)) => {
             // --help and --version arrive here too, printed on stdout; a closed pipe is fine.
             let _ = err.print();
             let code = if err.use_stderr() {
@@ -36,6 +52,10 @@ fn main() -> ExitCode {
                 exit::SUCCESS
             };
             return ExitCode::from(code);
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(exit::USAGE);
         }
     };
     let stdout = std::io::stdout();
