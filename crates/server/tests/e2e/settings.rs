@@ -1,6 +1,7 @@
 //! `supervise-server --config FILE`: it starts from the file alone, flags and environment
 //! win over it (`SUPERVISE_BOTTLES` included), `--print-config` masks passwords, and its
-//! logs in a file carry no colour codes (`--log-format text|json`).
+//! logs in a file carry no colour codes (`--log-format text|json`); the systemd unit's
+//! open-file limit leaves the default waiting caps whole.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -204,5 +205,25 @@ fn json_logs_are_one_object_per_line() {
             .iter()
             .any(|m| m.starts_with("supervise-server listening on http://127.0.0.1:")),
         "{messages:?}"
+    );
+}
+
+#[test]
+fn the_systemd_units_open_file_limit_keeps_the_default_waiting_caps() {
+    let unit = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../contrib/systemd/supervise-server.service");
+    let text = std::fs::read_to_string(unit).unwrap();
+    let limit: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("LimitNOFILE="))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("LimitNOFILE= in the server unit");
+    let (caps, clamped) = supervise_server::open_files::WaitCaps::resolve(limit, None, None);
+    assert!(clamped.is_empty());
+    let full = supervise_server::Config::default();
+    assert_eq!(
+        (caps.total, caps.per_bottle),
+        (full.max_waiting, full.max_waiting_per_bottle),
+        "LimitNOFILE={limit} shrinks the default waiting caps"
     );
 }
