@@ -247,6 +247,17 @@ Examples:
         grant_id: String,
     },
 
+    /// A consistent copy of the SQLite database, taken while servers run (never over an
+    /// existing file; mode 0600, or 0660 for a group-shared database). PostgreSQL: pg_dump
+    #[command(after_help = "\
+Examples:
+  supervise --db /var/lib/supervise/supervise.db backup /var/backups/supervise-$(date +%F).db
+  sqlite3 /var/backups/supervise-2026-12-01.db 'PRAGMA integrity_check'")]
+    Backup {
+        /// The new file to write
+        file: PathBuf,
+    },
+
     /// The audit trail: every event, oldest first, with full ids
     #[command(after_help = "\
 Examples:

@@ -281,6 +281,7 @@ async fn dispatch(
             json,
         }) => cmd::check::egress(ctx, store, bottle.as_deref(), ip, &target, json, out).await,
         Command::Revoke { grant_id } => cmd::policy::revoke(ctx, store, &grant_id, out).await,
+        Command::Backup { file } => cmd::backup::run(ctx, store, &file, out).await,
         Command::Audit { bottle, host, json } => {
             cmd::audit::run(ctx, store, host.as_deref(), bottle.as_deref(), json, out).await
         }

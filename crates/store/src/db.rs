@@ -11,6 +11,7 @@
 //! operators and [`sessions`] signs them in.
 
 mod backend;
+mod backup;
 mod bottles;
 mod changes;
 mod decisions;

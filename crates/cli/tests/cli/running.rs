@@ -1,6 +1,6 @@
 //! `supervise console` as a daemon: `--config FILE` under flags and environment,
 //! `--print-config` with the password masked, and logs without colour codes off a terminal
-//! (`--log-format text|json`).
+//! (`--log-format text|json`); `backup` copies the database.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -137,4 +137,30 @@ fn the_console_json_log_is_one_object_per_line() {
         messages.iter().any(|m| m == "supervise console serving"),
         "{messages:?}"
     );
+}
+
+#[test]
+fn backup_writes_a_private_copy_and_never_overwrites_a_file() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    env.ok(&["bottle", "add", "solo", "--ip", "10.0.0.42"]);
+    let copy = env.dir.path().join("copy.db");
+    let out = env.ok(&["backup", copy.to_str().unwrap()]);
+    assert!(out.contains("backed up"), "{out}");
+    assert_eq!(std::fs::metadata(&copy).unwrap().mode() & 0o077, 0);
+    let check = std::process::Command::new("sqlite3")
+        .arg(&copy)
+        .arg("PRAGMA integrity_check; SELECT slug FROM bottles WHERE slug = 'solo';")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&check.stdout), "ok\nsolo\n");
+
+    let before = std::fs::read(&copy).unwrap();
+    let again = command(&env.db)
+        .args(["backup", copy.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    assert_eq!(std::fs::read(&copy).unwrap(), before);
 }
