@@ -120,6 +120,9 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
             grace,
         }) => cmd::gate::pre_receive(&ctx, &bottle, &remote, grace).await,
         Command::Console(args) => cmd::console::run(&ctx, args, out).await,
+        Command::Doctor { json, proxy_user } => {
+            cmd::doctor::run(&ctx, json, proxy_user.as_deref(), out).await
+        }
         Command::SquidAcl {
             propose_on_deny,
             record_use,
@@ -260,6 +263,7 @@ async fn dispatch(
         | Command::Completions { .. }
         | Command::Gate(_)
         | Command::Console(_)
+        | Command::Doctor { .. }
         | Command::SquidAcl { .. } => {
             unreachable!("handled before the database is opened")
         }

@@ -7,6 +7,7 @@ pub mod bottle;
 pub mod check;
 pub mod console;
 pub mod decide;
+pub mod doctor;
 pub mod gate;
 pub mod list;
 pub mod operator;

@@ -14,6 +14,7 @@ mod console;
 mod database;
 mod db_file;
 mod decide;
+mod doctor;
 mod egress;
 mod flags;
 mod fleet;
