@@ -21,6 +21,7 @@ mod file;
 mod follow;
 mod fresh;
 mod gate;
+mod gate_installs;
 mod grants;
 mod multirow;
 mod operators;
@@ -46,6 +47,7 @@ use tracing::instrument;
 pub use backend::{Backend, Location};
 pub use changes::Changes;
 pub use follow::{Follow, Woken};
+pub use gate_installs::GateInstall;
 
 use crate::error::{StoreError, StoreResult};
 

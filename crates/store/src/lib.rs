@@ -34,7 +34,7 @@ pub mod present;
 pub mod text;
 
 pub use db::{
-    Backend, Changes, Follow, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX,
+    Backend, Changes, Follow, GateInstall, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX,
     SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, default_host,
 };
 pub use error::{StoreError, StoreResult};

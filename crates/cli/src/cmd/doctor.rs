@@ -1,6 +1,7 @@
 //! `supervise doctor [--json] [--proxy-user USER]`: checks a set-up and prints one line per
 //! check, each failure with its fix; exit 1 when any fails. The database: reachable, schema
-//! (opening migrates it and refuses a newer one), and for a SQLite file its mode, its
+//! (opening migrates it and refuses a newer one), every hook `gate install` recorded
+//! (present, still ours, its binary there, no password in it), and for a SQLite file its mode, its
 //! directory's, the group they share, and whether `--proxy-user` can open it (from that
 //! user's uid and groups against the modes, as the kernel decides).
 
@@ -11,9 +12,10 @@ use std::path::Path;
 
 use anyhow::Result;
 use serde::Serialize;
-use supervise_store::Location;
+use supervise_store::{GateInstall, Location};
 
 use super::Ctx;
+use super::gate::MARKER;
 use crate::exit::NotAllowed;
 use crate::render;
 
@@ -62,7 +64,16 @@ pub async fn run(
                 "schema",
                 "migrated to this binary's schema (a newer one is refused)".into(),
             ));
+            let installs = store.gate_installs().await;
             store.close().await;
+            match installs {
+                Ok(installs) => checks.extend(installs.iter().map(gate_check)),
+                Err(e) => checks.push(fail(
+                    "gate",
+                    "cannot read the recorded gate installs".into(),
+                    crate::exit::message(&e.into()),
+                )),
+            }
         }
         Err(e) => checks.push(fail(
             "database",
@@ -92,6 +103,61 @@ pub async fn run(
     }
     out.flush()?;
     if ok { Ok(()) } else { Err(NotAllowed.into()) }
+}
+
+/// One hook `gate install` recorded: still ours, its binary still there, no secret in it.
+fn gate_check(install: &GateInstall) -> Check {
+    let hook = install.hook.display();
+    let what = format!(
+        "the hook {hook} (bottle {}, upstream {})",
+        install.bottle, install.remote
+    );
+    let reinstall = format!(
+        "supervise --db-file FILE gate install {} --bottle {} --remote {}",
+        install
+            .hook
+            .parent()
+            .and_then(Path::parent)
+            .map(|r| r.display().to_string())
+            .unwrap_or_default(),
+        install.bottle,
+        install.remote
+    );
+    let text = match std::fs::read_to_string(&install.hook) {
+        Ok(t) => t,
+        Err(e) => return fail("gate", format!("{what} is missing ({e})"), reinstall),
+    };
+    if !text.contains(MARKER) {
+        return fail(
+            "gate",
+            format!("{what} was replaced by another hook"),
+            reinstall,
+        );
+    }
+    if supervise_settings::mask(&text) != text {
+        return fail(
+            "gate",
+            format!("{what} holds a database password"),
+            format!("put the URL in a 0640 file and reinstall: {reinstall}"),
+        );
+    }
+    let binary = text
+        .lines()
+        .find_map(|l| l.strip_prefix("exec "))
+        .and_then(|rest| match rest.strip_prefix('\'') {
+            Some(quoted) => quoted.split('\'').next(),
+            None => rest.split_whitespace().next(),
+        })
+        .map(std::path::PathBuf::from);
+    match binary {
+        Some(b) if b.is_file() => pass("gate", format!("{what} runs {}", b.display())),
+        Some(b) => fail(
+            "gate",
+            format!("{what} runs {}, which is gone", b.display()),
+            format!("install supervise there again, or reinstall the hook: {reinstall}"),
+        ),
+        None => fail("gate", format!("{what} has no exec line"), reinstall),
+    }
 }
 
 /// The database file's and its directory's modes and group, and `--proxy-user`'s access.

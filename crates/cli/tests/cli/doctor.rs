@@ -82,3 +82,59 @@ fn a_proxy_user_outside_the_group_fails_and_root_passes() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("no user named no-such-user-here"), "{out}");
 }
+
+/// A bare repository with the gate installed for bottle `demo`; returns its hook's path.
+fn installed_gate(env: &Env) -> std::path::PathBuf {
+    let repo = env.dir.path().join("gate.git");
+    let init = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&repo)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    env.ok(&[
+        "gate",
+        "install",
+        repo.to_str().unwrap(),
+        "--bottle",
+        "demo",
+    ]);
+    repo.join("hooks").join("pre-receive")
+}
+
+#[test]
+fn a_recorded_gate_hook_that_is_missing_or_runs_a_gone_binary_fails() {
+    let env = Env::new();
+    let hook = installed_gate(&env);
+    let (code, out) = doctor(&env, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(&format!("ok   gate: the hook {}", hook.display())),
+        "{out}"
+    );
+
+    // The binary the hook runs is gone (an upgrade moved it).
+    let text = std::fs::read_to_string(&hook).unwrap();
+    let moved = text.replace(crate::util::BIN, "/opt/gone/supervise");
+    assert_ne!(moved, text);
+    std::fs::write(&hook, moved).unwrap();
+    let (code, out) = doctor(&env, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("runs /opt/gone/supervise, which is gone; fix: "),
+        "{out}"
+    );
+
+    std::fs::remove_file(&hook).unwrap();
+    let (code, out) = doctor(&env, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("FAIL gate"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("is missing"), "{line}");
+    assert!(
+        line.contains("fix: supervise --db-file FILE gate install"),
+        "{line}"
+    );
+}
