@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use clap::parser::ValueSource;
@@ -46,6 +47,13 @@ pub enum SettingsError {
         key: String,
         known: String,
     },
+    #[error(
+        "the config file {} holds a password and users outside its owner and group can read \
+         it; fix: chmod o-r {} (or move the URL into a --db-file file)",
+        .0.display(),
+        .0.display()
+    )]
+    ReadableSecret(PathBuf),
     #[error("the config file {path}: key `{key}` {problem}")]
     BadValue {
         path: PathBuf,
@@ -217,6 +225,11 @@ fn read_table(file: &Path) -> Result<toml::Table, SettingsError> {
         path: file.to_path_buf(),
         source,
     })?;
+    // A password in a file others can read is no secret: refused before it is used.
+    let others_read = std::fs::metadata(file).is_ok_and(|m| m.mode() & 0o004 != 0);
+    if others_read && mask(&text) != text {
+        return Err(SettingsError::ReadableSecret(file.to_path_buf()));
+    }
     text.parse::<toml::Table>()
         .map_err(|e| SettingsError::Toml {
             path: file.to_path_buf(),

@@ -165,3 +165,19 @@ fn masking_hides_url_passwords_and_password_parameters() {
         "curl https://u:****@hooks.example/x?a=1"
     );
 }
+
+#[test]
+fn a_password_in_a_file_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = file("db = \"postgres://app:s3cret@db.internal/supervise\"\n");
+    std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = run(&["--config", f.path().to_str().unwrap()]).unwrap_err();
+    assert!(matches!(err, SettingsError::ReadableSecret(_)), "{err}");
+    assert!(err.to_string().contains("chmod o-r"), "{err}");
+    std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o640)).unwrap();
+    assert!(run(&["--config", f.path().to_str().unwrap()]).is_ok());
+    // Without a password, a readable file is fine.
+    let f = file("listen = \"0.0.0.0:9\"\n");
+    std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(run(&["--config", f.path().to_str().unwrap()]).is_ok());
+}

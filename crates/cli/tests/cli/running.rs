@@ -21,6 +21,7 @@ fn console_settings_come_from_flags_then_environment_then_the_file() {
         "listen = \"127.0.0.1:7500\"\npublic-url = \"https://file.example\"\n\
          db = \"postgres://app:s3cret@db.internal/supervise\"\nlog-format = \"json\"\n",
     );
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let out = clean_command()
         .args(["console", "--config"])
         .arg(&file)

@@ -89,6 +89,8 @@ fn flags_beat_the_environment_which_beats_the_config_file() {
          bottle = [\"a=10.0.0.1\", \"b=10.0.0.2\"]\n",
     )
     .unwrap();
+    // It holds a password: readable by its owner only, or it is refused.
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let print = |c: &mut Command| {
         let out = c
             .arg("--config")
@@ -168,8 +170,14 @@ fn a_bad_config_file_is_refused_naming_the_problem() {
         ("listen = \n", "not valid TOML"),
         ("grace = \"soon\"\n", "invalid value 'soon' for '--grace"),
         ("listen = [\"127.0.0.1:0\"]\n", "takes one value"),
+        (
+            "db = \"postgres://u:hunter2@db.internal/s\"\n",
+            "holds a password and users outside its owner and group can read it",
+        ),
     ] {
         std::fs::write(&file, text).unwrap();
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .unwrap();
         let out = server().arg("--config").arg(&file).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{text}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
