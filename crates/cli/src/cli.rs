@@ -247,6 +247,33 @@ Examples:
         grant_id: String,
     },
 
+    /// Check the set-up: the database (reachable, schema, file and directory modes and
+    /// group, and whether --proxy-user can open it); one line per check with its fix, exit 1
+    /// when any fails
+    #[command(after_help = "\
+Examples:
+  supervise --db /var/lib/supervise/supervise.db doctor --proxy-user proxy
+  supervise doctor --json | jq '.checks[] | select(.ok | not)'")]
+    Doctor {
+        /// The checks as one JSON document: {"ok": BOOL, "checks": [{"check", "ok", "detail", "fix"}]}
+        #[arg(long)]
+        json: bool,
+        /// Also check that this user (e.g. the proxy's, for the Squid helper) can open the database
+        #[arg(long, value_name = "USER")]
+        proxy_user: Option<String>,
+    },
+
+    /// A consistent copy of the SQLite database, taken while servers run (never over an
+    /// existing file; mode 0600, or 0660 for a group-shared database). PostgreSQL: pg_dump
+    #[command(after_help = "\
+Examples:
+  supervise --db /var/lib/supervise/supervise.db backup /var/backups/supervise-$(date +%F).db
+  sqlite3 /var/backups/supervise-2026-12-01.db 'PRAGMA integrity_check'")]
+    Backup {
+        /// The new file to write
+        file: PathBuf,
+    },
+
     /// The audit trail: every event, oldest first, with full ids
     #[command(after_help = "\
 Examples:

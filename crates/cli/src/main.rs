@@ -17,17 +17,33 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand};
 use crate::cmd::Ctx;
 use crate::cmd::decide::Action;
 use crate::render::Style;
 
+/// Environment variables the CLI reads itself (`config::db_setting`), by argument: set, they
+/// beat a `--config` file as clap's own ones do.
+const OWN_ENV: &[(&str, &str)] = &[("db", "SUPERVISE_DB"), ("db_file", "SUPERVISE_DB_FILE")];
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(err) => {
+    // `supervise console --config FILE`: the file's settings go under flags and environment.
+    let parsed = supervise_settings::parse(Cli::command(), std::env::args_os().collect(), OWN_ENV)
+        .and_then(|layered| {
+            if layered.print_requested() {
+                return Ok(Err(layered.describe()));
+            }
+            Ok(Ok(Cli::from_arg_matches(&layered.matches)?))
+        });
+    let cli = match parsed {
+        Ok(Ok(cli)) => cli,
+        Ok(Err(settings)) => {
+            print!("{settings}");
+            return ExitCode::from(exit::SUCCESS);
+        }
+        Err(supervise_settings::SettingsError::Clap(err)) => {
             // --help and --version arrive here too, printed on stdout; a closed pipe is fine.
             let _ = err.print();
             let code = if err.use_stderr() {
@@ -36,6 +52,10 @@ fn main() -> ExitCode {
                 exit::SUCCESS
             };
             return ExitCode::from(code);
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::from(exit::USAGE);
         }
     };
     let stdout = std::io::stdout();
@@ -100,6 +120,9 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
             grace,
         }) => cmd::gate::pre_receive(&ctx, &bottle, &remote, grace).await,
         Command::Console(args) => cmd::console::run(&ctx, args, out).await,
+        Command::Doctor { json, proxy_user } => {
+            cmd::doctor::run(&ctx, json, proxy_user.as_deref(), out).await
+        }
         Command::SquidAcl {
             propose_on_deny,
             record_use,
@@ -240,6 +263,7 @@ async fn dispatch(
         | Command::Completions { .. }
         | Command::Gate(_)
         | Command::Console(_)
+        | Command::Doctor { .. }
         | Command::SquidAcl { .. } => {
             unreachable!("handled before the database is opened")
         }
@@ -261,6 +285,7 @@ async fn dispatch(
             json,
         }) => cmd::check::egress(ctx, store, bottle.as_deref(), ip, &target, json, out).await,
         Command::Revoke { grant_id } => cmd::policy::revoke(ctx, store, &grant_id, out).await,
+        Command::Backup { file } => cmd::backup::run(ctx, store, &file, out).await,
         Command::Audit { bottle, host, json } => {
             cmd::audit::run(ctx, store, host.as_deref(), bottle.as_deref(), json, out).await
         }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 use supervise_server::Config;
 use supervise_server::open_files::{self, OpenFiles, WaitCaps};
 use supervise_store::clock::parse_duration;
@@ -20,6 +20,17 @@ use tracing_subscriber::EnvFilter;
 #[derive(Debug, Parser)]
 #[command(name = "supervise-server", version, max_term_width = 100)]
 struct Args {
+    /// Read settings from this TOML file: each key is a long flag (`listen = "0.0.0.0:7411"`,
+    /// `grace = 30`, `bottle = ["demo=10.0.0.2"]`); flags and environment variables win
+    /// over it, and a flag given on the command line replaces the file's list.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Print the effective settings (flags, environment, file, defaults; passwords masked)
+    /// as TOML and exit.
+    #[arg(long)]
+    print_config: bool,
+
     /// Database: a SQLite file, created and migrated on start, or a `postgres://` URL (an
     /// existing database, migrated on start) shared by many hosts [env: SUPERVISE_DB]
     /// [default: ./supervise.db]. Resolved by the same rule as the `supervise` CLI's `--db`.
@@ -47,8 +58,9 @@ struct Args {
     grace: Duration,
 
     /// Register a bottle at start (updates its IP if the slug exists; refuses to start if
-    /// the IP belongs to another bottle). Repeatable.
-    #[arg(long = "bottle", value_name = "SLUG=IP", value_parser = bottle)]
+    /// the IP belongs to another bottle). Repeatable; SUPERVISE_BOTTLES takes a
+    /// comma-separated list.
+    #[arg(long = "bottle", env = "SUPERVISE_BOTTLES", value_name = "SLUG=IP", value_parser = bottle, value_delimiter = ',')]
     bottles: Vec<(String, IpAddr)>,
 
     /// How long an undecided proposal lives (0 = forever).
@@ -106,7 +118,7 @@ struct Args {
     metrics_listen: Option<MetricsListen>,
 
     /// Log format (the filter comes from SUPERVISE_LOG, e.g. `info` or `supervise_server=debug`).
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
 }
 
@@ -152,8 +164,28 @@ fn non_zero<T: PartialEq + Default>(v: T) -> Option<T> {
     (v != T::default()).then_some(v)
 }
 
+/// Environment variables the server reads itself (`supervise_store::paths`), by argument:
+/// set, they beat the config file as clap's own ones do.
+const OWN_ENV: &[(&str, &str)] = &[("db", "SUPERVISE_DB"), ("db_file", "SUPERVISE_DB_FILE")];
+
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let layered =
+        match supervise_settings::parse(Args::command(), std::env::args_os().collect(), OWN_ENV) {
+            Ok(l) => l,
+            Err(supervise_settings::SettingsError::Clap(e)) => e.exit(),
+            Err(e) => {
+                eprintln!("supervise-server: {e}");
+                return ExitCode::from(2);
+            }
+        };
+    if layered.print_requested() {
+        print!("{}", layered.describe());
+        return ExitCode::SUCCESS;
+    }
+    let args = match Args::from_arg_matches(&layered.matches) {
+        Ok(a) => a,
+        Err(e) => e.exit(),
+    };
     init_tracing(args.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -240,6 +272,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
         Some(MetricsListen::Off) | None => None,
     };
+    let shutdown = shutdown_signal();
     tracing::info!(
         address = %addr,
         db = %shown,
@@ -258,7 +291,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         task_poll_interval: args.task_poll_interval,
         ..Config::default()
     };
-    supervise_server::serve_with_metrics(listener, metrics, store, config, shutdown_signal()).await
+    supervise_server::serve_with_metrics(listener, metrics, store, config, shutdown).await
 }
 
 /// Raises the open-file limit and sizes the wait caps from it (see
@@ -301,19 +334,24 @@ fn wait_caps(total: Option<usize>, per_bottle: Option<usize>) -> WaitCaps {
     caps
 }
 
-/// Resolves on the first SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Resolves on the first SIGINT or SIGTERM. The SIGTERM handler is installed when this is
+/// called (before the "listening" line), so a service manager's stop right after the start
+/// still shuts down cleanly.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+    let term = signal(SignalKind::terminate());
+    async move {
+        let mut term = match term {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
     }
 }

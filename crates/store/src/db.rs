@@ -11,6 +11,7 @@
 //! operators and [`sessions`] signs them in.
 
 mod backend;
+mod backup;
 mod bottles;
 mod changes;
 mod decisions;
@@ -20,6 +21,7 @@ mod file;
 mod follow;
 mod fresh;
 mod gate;
+mod gate_installs;
 mod grants;
 mod multirow;
 mod operators;
@@ -47,6 +49,7 @@ use tracing::instrument;
 pub use backend::{Backend, Location};
 pub use changes::Changes;
 pub use follow::{Follow, Woken};
+pub use gate_installs::GateInstall;
 pub use queue::PendingGroup;
 
 use crate::error::{StoreError, StoreResult};

@@ -151,6 +151,15 @@ pub enum StoreError {
     /// Any other database failure.
     #[error("database error: {0}")]
     Database(String),
+    /// `backup` never writes over a file.
+    #[error("{} already exists; give a new path (a backup never overwrites a file)", .0.display())]
+    BackupExists(PathBuf),
+    /// `backup` copies SQLite files only.
+    #[error(
+        "backup copies a SQLite database; for PostgreSQL use pg_dump \
+         (e.g. pg_dump --format=custom --file=supervise.dump DBNAME; see docs/RELIABILITY.md)"
+    )]
+    BackupPostgres,
     /// The caller's bottle generation was removed (its address may belong to a new bottle
     /// now): nothing of the old generation is served to it. Look the address up again.
     #[error("bottle #{0} has been removed; its address may now belong to another bottle")]

@@ -34,8 +34,9 @@ pub mod present;
 pub mod text;
 
 pub use db::{
-    Backend, Changes, Follow, Location, PendingGroup, ProposalLimits, SESSION_IDLE, SESSION_MAX,
-    SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, WriteObserver, default_host,
+    Backend, Changes, Follow, GateInstall, Location, PendingGroup, ProposalLimits, SESSION_IDLE,
+    SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, WriteObserver,
+    default_host,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

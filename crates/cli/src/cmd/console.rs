@@ -2,7 +2,7 @@
 //! exist: `bottle add` creates one). Flags and environment become a
 //! `supervise_console::Config`; everything else is that crate's.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -15,6 +15,17 @@ use super::Ctx;
 
 #[derive(Debug, Args)]
 pub struct ConsoleArgs {
+    /// Read settings from this TOML file: each key is a long flag (`listen`, `public-url`,
+    /// `db`, `tls-cert`, ...); flags and environment variables win over it
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print the effective settings (flags, environment, file, defaults; passwords masked)
+    /// as TOML and exit
+    #[arg(long)]
+    pub print_config: bool,
+    /// Log format on stderr (the filter comes from SUPERVISE_LOG); colour only on a terminal
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// Address to listen on
     #[arg(long, env = "SUPERVISE_CONSOLE_LISTEN", default_value = DEFAULT_LISTEN, value_name = "ADDR")]
     pub listen: SocketAddr,
@@ -31,7 +42,7 @@ pub struct ConsoleArgs {
 }
 
 pub async fn run(ctx: &Ctx, args: ConsoleArgs, out: &mut dyn Write) -> Result<()> {
-    init_logging();
+    init_logging(args.log_format);
     let store = Store::open(
         &ctx.db,
         StoreOptions {
@@ -61,13 +72,14 @@ pub async fn run(ctx: &Ctx, args: ConsoleArgs, out: &mut dyn Write) -> Result<()
     } else {
         "http"
     };
+    let shutdown = shutdown_signal();
     writeln!(
         out,
         "supervise console listening on {scheme}://{local} (public URL {public_url}), database {}",
         ctx.shown_db()
     )?;
     out.flush()?;
-    supervise_console::serve(listener, store, config, shutdown_signal()).await?;
+    supervise_console::serve(listener, store, config, shutdown).await?;
     Ok(())
 }
 
@@ -81,35 +93,48 @@ fn default_public_url(local: SocketAddr, tls: bool) -> String {
     format!("{scheme}://{addr}")
 }
 
-/// Logs to stderr, filtered by `SUPERVISE_LOG` (default `info`).
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SUPERVISE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+/// `--log-format`: lines for people, or one JSON object per line for a log pipeline.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
+/// Logs to stderr, filtered by `SUPERVISE_LOG` (default `info`); colour codes only when
+/// stderr is a terminal, so a log file or the journal gets plain text.
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SUPERVISE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, not when
+/// the future is first polled, so a SIGTERM right after the "listening" line stops the
+/// console cleanly.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let term = signal(SignalKind::terminate()).ok();
+    let int = tokio::signal::ctrl_c();
+    async move {
+        match term {
+            Some(mut term) => {
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
+                    _ = int => {}
                     _ = term.recv() => {}
                 }
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+            None => {
+                let _ = int.await;
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -18,7 +18,7 @@ use crate::gate::push::{self, Line};
 use crate::render;
 
 /// The line that marks a hook as ours, so `install` never overwrites someone else's.
-const MARKER: &str = "# written by `supervise gate install`";
+pub const MARKER: &str = "# written by `supervise gate install`";
 
 /// Writes `REPO/hooks/pre-receive` and turns on push options.
 pub async fn install(
@@ -55,7 +55,6 @@ pub async fn install(
         }
         _ => String::new(),
     };
-    store.close().await;
     if known?.is_none() {
         bail!("no bottle {bottle:?} (register it with `supervise bottle add {bottle} --ip IP`)");
     }
@@ -85,6 +84,10 @@ pub async fn install(
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755))?;
     }
     git.run(&["config", "receive.advertisePushOptions", "true"])?;
+    // Recorded for `supervise doctor`, by absolute path (it checks the file later).
+    let recorded = std::path::absolute(&hook).unwrap_or_else(|_| hook.clone());
+    store.record_gate_install(&recorded, bottle, remote).await?;
+    store.close().await;
     writeln!(
         out,
         "installed the gate in {} for bottle {bottle} (upstream {remote})",

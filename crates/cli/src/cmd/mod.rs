@@ -2,10 +2,12 @@
 //! and returns an error that `main` turns into exit code 1 with one line on stderr.
 
 pub mod audit;
+pub mod backup;
 pub mod bottle;
 pub mod check;
 pub mod console;
 pub mod decide;
+pub mod doctor;
 pub mod gate;
 pub mod list;
 pub mod operator;

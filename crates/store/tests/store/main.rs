@@ -6,6 +6,7 @@
 
 #[macro_use]
 mod common;
+mod backup;
 mod bad_input;
 mod batch;
 mod busy;

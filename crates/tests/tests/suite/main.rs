@@ -10,7 +10,8 @@
 //! - `backpressure`: the pending cap and the waiting-call limits;
 //! - `busy`: a write lock held by another process;
 //! - `gate`: the git gate with real git, the bottle on MCP and the operator on the CLI;
-//! - `console`: the review console in real Chromium and its API, beside the CLI and an agent.
+//! - `console`: the review console in real Chromium and its API, beside the CLI and an agent;
+//! - `systemd`: the units in `contrib/systemd/` verify and score "OK".
 //!
 //! Run one with a filter: `cargo test -p supervise-tests --test suite -- crash::`.
 
@@ -24,3 +25,4 @@ mod e2e;
 mod fuzz;
 mod gate;
 mod stories;
+mod systemd;
