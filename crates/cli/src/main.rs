@@ -104,11 +104,23 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
             propose_on_deny,
             record_use,
         } => {
-            let options = cmd::squid::Options {
+            let options = cmd::egress_helper::Options {
                 propose_on_deny,
                 record_use,
+                intercept: false,
             };
             cmd::squid::run(&ctx, options, out).await
+        }
+        Command::Decide {
+            propose_on_deny,
+            record_use,
+        } => {
+            let options = cmd::egress_helper::Options {
+                propose_on_deny,
+                record_use,
+                intercept: true,
+            };
+            cmd::decide_line::run(&ctx, options, out).await
         }
         command => {
             let store = ctx.open().await?;
@@ -240,7 +252,8 @@ async fn dispatch(
         | Command::Completions { .. }
         | Command::Gate(_)
         | Command::Console(_)
-        | Command::SquidAcl { .. } => {
+        | Command::SquidAcl { .. }
+        | Command::Decide { .. } => {
             unreachable!("handled before the database is opened")
         }
         Command::Policy {
@@ -258,8 +271,14 @@ async fn dispatch(
             bottle,
             ip,
             target,
+            method,
+            path,
             json,
-        }) => cmd::check::egress(ctx, store, bottle.as_deref(), ip, &target, json, out).await,
+        }) => {
+            let request = method.as_deref().zip(path.as_deref());
+            let who = (bottle.as_deref(), ip);
+            cmd::check::egress(ctx, store, who, &target, request, json, out).await
+        }
         Command::Revoke { grant_id } => cmd::policy::revoke(ctx, store, &grant_id, out).await,
         Command::Audit { bottle, host, json } => {
             cmd::audit::run(ctx, store, host.as_deref(), bottle.as_deref(), json, out).await

@@ -15,6 +15,7 @@ mod bottles;
 mod changes;
 mod decisions;
 mod egress;
+mod egress_memo;
 mod feed;
 mod file;
 mod follow;
@@ -145,6 +146,8 @@ struct Inner {
     last_write: std::sync::Mutex<Option<WriteFailure>>,
     /// SQLite's change signal and the pending polls answered at it ([`fresh`]).
     fresh: Option<fresh::Fresh>,
+    /// Bottles' egress state at the data version `fresh` read ([`egress_memo`]).
+    egress_memo: egress_memo::Memo,
 }
 
 /// How long a write waits before trying a busy SQLite write lock again, by how long it has
@@ -298,6 +301,7 @@ impl Store {
                 last_write: std::sync::Mutex::new(None),
                 options,
                 fresh,
+                egress_memo: egress_memo::Memo::default(),
             }),
         })
     }

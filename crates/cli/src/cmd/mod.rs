@@ -6,6 +6,8 @@ pub mod bottle;
 pub mod check;
 pub mod console;
 pub mod decide;
+pub mod decide_line;
+pub mod egress_helper;
 pub mod gate;
 pub mod list;
 pub mod operator;
