@@ -4,6 +4,7 @@
 //! lines each get one answer, in order; the database is read at each lookup and never
 //! created. `squid` runs the helper under a real Squid.
 
+mod mitm;
 mod squid;
 
 use std::io::{BufRead, BufReader, Write};
