@@ -169,9 +169,14 @@ impl Helper {
                     (_, None) => format!("{what}: {reason}"),
                 };
                 let file = matches!(reason, DenyReason::NoGrant | DenyReason::OutsideLimits);
+                let mut filed = false;
                 if let (true, true, Some(b)) = (self.options.propose_on_deny, file, &bottle) {
                     match store.propose_observed(b, &host, port).await {
-                        Ok(Some(Proposed::Created(p) | Proposed::Repeated(p))) => {
+                        Ok(Some(Proposed::Created(p))) => {
+                            filed = true;
+                            proposal_id = Some(p.id);
+                        }
+                        Ok(Some(Proposed::Repeated(p))) => {
                             proposal_id = Some(p.id);
                         }
                         Ok(Some(Proposed::AutoRejected(p))) => {
@@ -187,10 +192,12 @@ impl Helper {
                 }
                 // The proposal comes first: a proxy may cut a long message short.
                 if let Some(id) = &proposal_id {
-                    why = format!(
-                        "proposal {id} asks the operator for it: poll check-proposal with \
-                         proposal_id {id}. {why}"
-                    );
+                    let state = if filed {
+                        format!("filed proposal {id} for the operator")
+                    } else {
+                        format!("proposal {id} waits for the operator")
+                    };
+                    why = format!("{state}: poll check-proposal with proposal_id {id}. {why}");
                 }
                 Verdict::Refuse {
                     proposal: proposal_id,
