@@ -135,7 +135,7 @@ async fn modifying_limits_wider_is_flagged_widened(db: TestDb) {
                 .unwrap();
             let grant = p.decision.unwrap().grant_id.unwrap();
             store
-                .revoke(&grant.to_string(), &Actor::cli("op"))
+                .revoke(grant.as_ref(), &Actor::cli("op"))
                 .await
                 .unwrap();
             p.flags
