@@ -35,9 +35,11 @@ else
     awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "%d 127.0.0.2 host%d.example.test 443\n", i % 8, (i % 20) + 1 }' >"$dir/lines"
 fi
 start=$(date +%s.%N)
-"$bin" --db "$db" "$helper" <"$dir/lines" >"$dir/out"
+TIMEFORMAT='%U %S'
+{ time "$bin" --db "$db" "$helper" <"$dir/lines" >"$dir/out" 2>/dev/null; } 2>"$dir/cpu"
 end=$(date +%s.%N)
+cpu=$(awk '{ print $1 + $2 }' "$dir/cpu")
 ok=$(grep -c ' OK\( \|$\)' "$dir/out" || true)
 err=$(grep -c ' ERR ' "$dir/out" || true)
-awk -v n="$n" -v s="$start" -v e="$end" -v ok="$ok" -v err="$err" -v h="$helper" \
-    'BEGIN { printf "%s: %d lookups (%d OK, %d ERR) in %.2f s: %.0f lookups/s, %.1f us each\n", h, n, ok, err, e - s, n / (e - s), (e - s) / n * 1e6 }'
+awk -v n="$n" -v s="$start" -v e="$end" -v ok="$ok" -v err="$err" -v h="$helper" -v c="$cpu" \
+    'BEGIN { printf "%s: %d lookups (%d OK, %d ERR) in %.2f s: %.0f lookups/s, %.1f us each; CPU %.2f s (%.1f us each, start-up included)\n", h, n, ok, err, e - s, n / (e - s), (e - s) / n * 1e6, c, c / n * 1e6 }'
