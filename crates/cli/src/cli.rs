@@ -230,6 +230,26 @@ Examples:
         record_use: bool,
     },
 
+    /// The line helper of the mitmproxy addon: answers OK/INTERCEPT/ERR per connection or request
+    #[command(after_help = "\
+Reads `ID SRC HOST PORT [METHOD PATH]` lines and answers, in order, `ID OK GRANT_ID`,
+`ID INTERCEPT GRANT_ID` (only grants limited to methods or paths cover the connection:
+intercept it and ask again for each request inside) or `ID ERR PROPOSAL_ID message=\"...\"`
+(`-` when no proposal was filed or found), until stdin closes. The database is never
+created; a busy or missing one is answered ERR. contrib/mitmproxy/supervise_addon.py runs it.
+
+Examples:
+  printf '1 10.0.3.2 pypi.org 443 GET /simple/\\n' | supervise decide --propose-on-deny")]
+    Decide {
+        /// File (or count a hit on) an `observed` egress proposal for a refused request
+        #[arg(long)]
+        propose_on_deny: bool,
+        /// Record `grant-used` when a grant lets a request through (at most once a minute
+        /// per grant)
+        #[arg(long)]
+        record_use: bool,
+    },
+
     /// Serve the review console and its JSON API (see docs/SECURITY.md)
     #[command(after_help = "\
 Examples:
@@ -380,6 +400,13 @@ pub enum CheckCommand {
         /// The destination: host, host:port, [ipv6]:port
         #[arg(value_name = "HOST[:PORT]", value_parser = crate::cmd::check::parse_target)]
         target: crate::cmd::check::Target,
+        /// The request's method, for grants limited to methods (with --path); without
+        /// them a limited grant never allows
+        #[arg(long, value_name = "M", requires = "path")]
+        method: Option<String>,
+        /// The request's path, for grants limited to a path prefix (with --method)
+        #[arg(long, value_name = "P", requires = "method")]
+        path: Option<String>,
         /// Print one JSON document instead of text
         #[arg(long)]
         json: bool,

@@ -127,11 +127,23 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
             propose_on_deny,
             record_use,
         } => {
-            let options = cmd::squid::Options {
+            let options = cmd::egress_helper::Options {
                 propose_on_deny,
                 record_use,
+                intercept: false,
             };
             cmd::squid::run(&ctx, options, out).await
+        }
+        Command::Decide {
+            propose_on_deny,
+            record_use,
+        } => {
+            let options = cmd::egress_helper::Options {
+                propose_on_deny,
+                record_use,
+                intercept: true,
+            };
+            cmd::decide_line::run(&ctx, options, out).await
         }
         command => {
             let store = ctx.open().await?;
@@ -264,7 +276,8 @@ async fn dispatch(
         | Command::Gate(_)
         | Command::Console(_)
         | Command::Doctor { .. }
-        | Command::SquidAcl { .. } => {
+        | Command::SquidAcl { .. }
+        | Command::Decide { .. } => {
             unreachable!("handled before the database is opened")
         }
         Command::Policy {
@@ -282,8 +295,14 @@ async fn dispatch(
             bottle,
             ip,
             target,
+            method,
+            path,
             json,
-        }) => cmd::check::egress(ctx, store, bottle.as_deref(), ip, &target, json, out).await,
+        }) => {
+            let request = method.as_deref().zip(path.as_deref());
+            let who = (bottle.as_deref(), ip);
+            cmd::check::egress(ctx, store, who, &target, request, json, out).await
+        }
         Command::Revoke { grant_id } => cmd::policy::revoke(ctx, store, &grant_id, out).await,
         Command::Backup { file } => cmd::backup::run(ctx, store, &file, out).await,
         Command::Audit { bottle, host, json } => {

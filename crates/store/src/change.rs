@@ -5,6 +5,7 @@
 mod egress;
 mod flags;
 mod git_push;
+mod request;
 
 use serde_json::{Map, Value};
 
@@ -16,6 +17,9 @@ pub use flags::{NEVER_AUTOMATIC, flags, modified_flags, never_automatic};
 pub use git_push::{
     MAX_SUBJECT_CHARS, MAX_SUBJECTS, describe_push, is_zero, normalise_ref, normalise_ref_pattern,
     ref_covers, validate_remote,
+};
+pub use request::{
+    MAX_METHODS, MAX_PATH_PREFIX, is_limited, is_method, limits, normalise_path, request_fits,
 };
 
 /// Longest justification accepted, in characters.

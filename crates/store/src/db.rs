@@ -16,6 +16,7 @@ mod bottles;
 mod changes;
 mod decisions;
 mod egress;
+mod egress_memo;
 mod feed;
 mod file;
 mod follow;
@@ -151,6 +152,8 @@ struct Inner {
     last_write: std::sync::Mutex<Option<WriteFailure>>,
     /// SQLite's change signal and the pending polls answered at it ([`fresh`]).
     fresh: Option<fresh::Fresh>,
+    /// Bottles' egress state at the data version `fresh` read ([`egress_memo`]).
+    egress_memo: egress_memo::Memo,
     /// Told how long each committed write took ([`Store::observe_writes`]).
     write_observer: std::sync::OnceLock<WriteObserver>,
 }
@@ -330,6 +333,7 @@ impl Store {
                 last_write: std::sync::Mutex::new(None),
                 options,
                 fresh,
+                egress_memo: egress_memo::Memo::default(),
                 write_observer: std::sync::OnceLock::new(),
             }),
         })

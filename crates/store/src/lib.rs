@@ -41,9 +41,9 @@ pub use db::{
 pub use error::{StoreError, StoreResult};
 pub use model::{
     Actor, Bottle, BottleId, BottleRef, Decision, Delivery, DenyReason, EgressDecision, EndReason,
-    Event, EventKind, Flag, GateRef, GateVerdict, Grant, GrantId, Kind, NewProposal, NewSession,
-    Operator, Proposal, ProposalId, Proposed, Quorum, RefUpdate, Registered, Role, Secret, Session,
-    SignInLink, SignInRefusal, Status, StatusFilter, Swept, Task, TaskRead, Timestamp, UnknownName,
-    Verdict, Via,
+    Event, EventKind, Flag, GateRef, GateVerdict, Grant, GrantId, HttpRequest, Kind, NewProposal,
+    NewSession, Operator, Proposal, ProposalId, Proposed, Quorum, RefUpdate, Registered, Role,
+    Secret, Session, SignInLink, SignInRefusal, Status, StatusFilter, Swept, Task, TaskRead,
+    Timestamp, UnknownName, Verdict, Via,
 };
 pub use present::EventDoc;

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
-pub use egress::{BottleRef, DenyReason, EgressDecision};
+pub use egress::{BottleRef, DenyReason, EgressDecision, HttpRequest};
 pub(crate) use ids::parse_time;
 pub use ids::{BottleId, GrantId, ProposalId, Timestamp};
 pub use operators::{

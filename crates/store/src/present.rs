@@ -78,7 +78,7 @@ pub fn change_line(kind: Kind, change: &Value) -> String {
     let field = |name: &str| change.get(name).and_then(Value::as_str);
     match kind {
         Kind::Egress => match (field("host"), change.get("port").and_then(Value::as_u64)) {
-            (Some(host), Some(port)) => address(host, port),
+            (Some(host), Some(port)) => format!("{}{}", address(host, port), limits(change)),
             _ => change.to_string(),
         },
         Kind::GitPush => match (field("remote"), field("ref"), field("old"), field("new")) {
@@ -92,6 +92,17 @@ pub fn change_line(kind: Kind, change: &Value) -> String {
     }
 }
 
+/// An egress change's limits after its address: ` (GET, HEAD under /simple/)`,
+/// ` (GET only)`, ` (under /simple/)`, or nothing when it has none.
+pub fn limits(change: &Value) -> String {
+    match crate::change::limits(change) {
+        (None, None) => String::new(),
+        (Some(m), None) => format!(" ({} only)", m.join(", ")),
+        (None, Some(p)) => format!(" (under {p})"),
+        (Some(m), Some(p)) => format!(" ({} under {p})", m.join(", ")),
+    }
+}
+
 /// What a change asks for, as a phrase in a sentence: `egress to api.example.com:443`,
 /// `push of refs/heads/x to origin` (`?` for a field that is not there).
 pub fn describe(kind: Kind, change: &Value) -> String {
@@ -101,7 +112,11 @@ pub fn describe(kind: Kind, change: &Value) -> String {
         None => "?".into(),
     };
     match kind {
-        Kind::Egress => format!("egress to {}", address(&field("host"), field("port"))),
+        Kind::Egress => format!(
+            "egress to {}{}",
+            address(&field("host"), field("port")),
+            limits(change)
+        ),
         Kind::GitPush => format!("push of {} to {}", field("ref"), field("remote")),
     }
 }
@@ -220,6 +235,17 @@ mod tests {
         assert_eq!(egress(json!({"host": "a.com", "port": 443})), "a.com:443");
         assert_eq!(egress(json!({"host": "::1", "port": 80})), "[::1]:80");
         assert_eq!(egress(json!({"host": "a.com"})), r#"{"host":"a.com"}"#);
+        assert_eq!(
+            egress(
+                json!({"host": "a.com", "port": 443, "methods": ["GET", "HEAD"],
+                "path_prefix": "/simple/"})
+            ),
+            "a.com:443 (GET, HEAD under /simple/)"
+        );
+        assert_eq!(
+            egress(json!({"host": "a.com", "port": 443, "path_prefix": "/x/"})),
+            "a.com:443 (under /x/)"
+        );
         let push = |c: Value| change_line(Kind::GitPush, &c);
         assert_eq!(
             push(json!({"remote": "origin", "ref": "refs/heads/x"})),

@@ -1,4 +1,5 @@
-//! `supervise check egress (--bottle NAME | --ip IP) HOST[:PORT]`: the store's one egress
+//! `supervise check egress (--bottle NAME | --ip IP) HOST[:PORT] [--method M --path P]`:
+//! the store's one egress
 //! decision, asked by hand: exit 0 allowed (the grant and when it ends), 1 not (why, and the
 //! undecided proposal asking for it), 2 usage. `--bottle` takes `SLUG` (the bottle of
 //! whichever host has it) or `HOST/SLUG`; `--ip` is an address of the CLI's `--host-id`.
@@ -10,7 +11,9 @@ use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
 use supervise_store::present::address;
-use supervise_store::{BottleRef, EgressDecision, GrantId, Kind, ProposalId, Store, Timestamp};
+use supervise_store::{
+    BottleRef, EgressDecision, GrantId, HttpRequest, Kind, ProposalId, Store, Timestamp,
+};
 
 use super::{Ctx, bottle_name, print_json};
 use crate::exit::NotAllowed;
@@ -69,7 +72,8 @@ struct CheckView {
     grant: Option<Value>,
     /// When the grant ends; `null`: until revoked (or not allowed).
     expires_at: Option<Timestamp>,
-    /// `unknown-bottle`, `invalid-destination`, `no-grant` (not allowed only).
+    /// `unknown-bottle`, `invalid-destination`, `no-grant`, `request-unseen`,
+    /// `outside-limits`, `invalid-request` (not allowed only).
     reason: Option<&'static str>,
     message: Option<String>,
     /// An undecided proposal asking for it (not allowed only).
@@ -79,9 +83,9 @@ struct CheckView {
 pub async fn egress(
     ctx: &Ctx,
     store: &Store,
-    slug: Option<&str>,
-    ip: Option<IpAddr>,
+    (slug, ip): (Option<&str>, Option<IpAddr>),
     target: &Target,
+    request: Option<(&str, &str)>,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -91,7 +95,12 @@ pub async fn egress(
         (None, None) => unreachable!("clap requires --bottle or --ip"),
     };
     let decision = store
-        .egress_decision(who, &target.host, target.port)
+        .egress_request_decision(
+            who,
+            &target.host,
+            target.port,
+            request.map(|(method, path)| HttpRequest { method, path }),
+        )
         .await?;
     let allowed = decision.is_allowed();
     let name = match &decision {

@@ -4,6 +4,7 @@
 //! lines each get one answer, in order; the database is read at each lookup and never
 //! created. `squid` runs the helper under a real Squid.
 
+mod mitm;
 mod squid;
 
 use std::io::{BufRead, BufReader, Write};
@@ -22,14 +23,19 @@ struct Helper {
 
 impl Helper {
     fn start(db: &std::path::Path, flags: &[&str]) -> Helper {
+        Helper::start_as(db, "squid-acl", flags)
+    }
+
+    /// `supervise decide` (or another line helper) with `flags`.
+    fn start_as(db: &std::path::Path, helper: &str, flags: &[&str]) -> Helper {
         let mut child = command(db)
-            .arg("squid-acl")
+            .arg(helper)
             .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start squid-acl");
+            .expect("start the helper");
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Helper {
@@ -320,4 +326,58 @@ fn check_egress_exit_codes_text_and_json() {
     .assert_usage();
     env.run(&["check", "egress", "--bottle", "demo", "https://a.test"])
         .assert_usage();
+}
+
+#[test]
+fn decide_answers_ok_intercept_or_err_naming_the_proposal() {
+    let env = Env::new();
+    let mut h = Helper::start_as(&env.db, "decide", &["--propose-on-deny"]);
+    let a = h.ask("c1 10.9.0.2 pypi.org 443");
+    let (head, message) = a.split_once(" message=").unwrap();
+    let fields: Vec<&str> = head.split(' ').collect();
+    assert_eq!(fields[..2], ["c1", "ERR"], "{a}");
+    let filed = fields[2].to_string();
+    assert!(
+        message.contains(&format!("check-proposal with proposal_id {filed}")),
+        "{a}"
+    );
+    env.ok(&[
+        "modify",
+        &filed,
+        "--change",
+        r#"{"methods": ["GET"], "path_prefix": "/simple/"}"#,
+    ]);
+    let grant = env.json(&["policy", "demo", "--json"])["grants"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        h.ask("c2 10.9.0.2 pypi.org 443"),
+        format!("c2 INTERCEPT {grant}")
+    );
+    assert_eq!(
+        h.ask("r1 10.9.0.2 pypi.org 443 GET /simple/numpy/?x"),
+        format!("r1 OK {grant}")
+    );
+    let refused = h.ask("r2 10.9.0.2 pypi.org 443 POST /simple/numpy/");
+    assert!(refused.starts_with("r2 ERR "), "{refused}");
+    assert!(
+        !refused.starts_with("r2 ERR - "),
+        "names a proposal: {refused}"
+    );
+    assert!(
+        h.ask("r3 10.9.0.2 pypi.org 443 GET /simple/a%2fb")
+            .starts_with("r3 ERR ")
+    );
+    assert!(
+        h.ask("r4 10.9.0.3 pypi.org 443 GET /simple/")
+            .starts_with("r4 ERR - ")
+    );
+    assert!(h.ask("bad line").starts_with("bad ERR - "));
+    h.finish();
+
+    // Squid cannot see requests: the limited grant never lets it through.
+    let mut squid = Helper::start(&env.db, &[]);
+    assert!(squid.ask("10.9.0.2 pypi.org 443").starts_with("ERR"));
+    squid.finish();
 }

@@ -1,4 +1,5 @@
-//! `propose-egress`: ask for a host (and port) to be reachable through the egress proxy.
+//! `propose-egress`: ask for a host (and port) to be reachable through the egress proxy,
+//! optionally only for some methods and a path prefix.
 
 use serde_json::{Map, Value, json};
 use supervise_protocol::Tool;
@@ -16,6 +17,8 @@ pub(crate) const NAME: &str = "propose-egress";
 pub(crate) struct Args {
     pub(crate) host: String,
     pub(crate) port: Option<Value>,
+    /// `methods` and `path_prefix`, as given (the store validates them).
+    pub(crate) limits: Map<String, Value>,
     pub(crate) justification: String,
 }
 
@@ -43,6 +46,19 @@ pub(crate) fn definition() -> Tool {
                     "maximum": 65535,
                     "default": 443
                 },
+                "methods": {
+                    "type": "array",
+                    "description": "Only these HTTP methods (e.g. [\"GET\", \"HEAD\"]); leave out to allow every method. Enforced where the proxy sees requests (mitmproxy); a proxy that cannot see them never lets a limited grant through.",
+                    "items": { "type": "string", "minLength": 1, "maxLength": 32 },
+                    "minItems": 1,
+                    "maxItems": 16
+                },
+                "path_prefix": {
+                    "type": "string",
+                    "description": "Only request paths starting with this prefix (e.g. /simple/), compared after normalising the path; leave out to allow every path.",
+                    "minLength": 1,
+                    "maxLength": 1024
+                },
                 "justification": {
                     "type": "string",
                     "description": super::schema::JUSTIFICATION_SCHEMA,
@@ -59,7 +75,11 @@ pub(crate) fn definition() -> Tool {
 }
 
 pub(crate) fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
-    super::args::refuse_unknown(args, &["host", "port", "justification"], NAME)?;
+    super::args::refuse_unknown(
+        args,
+        &["host", "port", "methods", "path_prefix", "justification"],
+        NAME,
+    )?;
     let host = super::args::required_string(args, "host", NAME)?;
     let port = match args.get("port") {
         None | Some(Value::Null) => None,
@@ -76,10 +96,15 @@ pub(crate) fn parse(args: &Map<String, Value>) -> Result<Args, Answer> {
         },
         Some(v) => Some(v.clone()),
     };
+    let limits = ["methods", "path_prefix"]
+        .into_iter()
+        .filter_map(|k| Some((k.to_string(), args.get(k).filter(|v| !v.is_null())?.clone())))
+        .collect();
     let justification = super::args::required_string(args, "justification", NAME)?;
     Ok(Args {
         host,
         port,
+        limits,
         justification,
     })
 }
@@ -95,6 +120,7 @@ pub(crate) async fn apply(
     if let Some(port) = args.port {
         change.insert("port".into(), port);
     }
+    change.extend(args.limits);
     crate::grace::file_and_wait(
         app,
         bottle,

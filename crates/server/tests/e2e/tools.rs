@@ -523,3 +523,34 @@ async fn many_waiters_each_answer_with_their_own_decision_while_waiting() {
         latencies[N - 1]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn propose_egress_takes_methods_and_a_path_prefix() {
+    let server = Server::start(&["--grace", "0"]);
+    let client = mcp(&server).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let egress = tools.iter().find(|t| t.name == "propose-egress").unwrap();
+    let schema = serde_json::to_value(&*egress.input_schema).unwrap();
+    assert_eq!(schema["properties"]["methods"]["type"], "array");
+    assert_eq!(schema["properties"]["path_prefix"]["type"], "string");
+    let r = call(
+        &client,
+        "propose-egress",
+        json!({"host": "pypi.org", "methods": ["get", "HEAD"], "path_prefix": "/simple/./x/..",
+               "justification": "read the package index"}),
+    )
+    .await;
+    assert_eq!(status(&r), "pending", "{}", text(&r));
+    let proposal = &structured(&r)["proposal"];
+    assert_eq!(proposal["methods"], json!(["GET", "HEAD"]));
+    assert_eq!(proposal["path_prefix"], "/simple/");
+    let r = call(
+        &client,
+        "propose-egress",
+        json!({"host": "pypi.org", "path_prefix": "/a%2fb", "justification": "x"}),
+    )
+    .await;
+    assert_eq!(status(&r), "refused", "{}", text(&r));
+    assert_eq!(structured(&r)["field"], "path_prefix");
+    client.cancel().await.ok();
+}

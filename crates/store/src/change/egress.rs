@@ -1,5 +1,6 @@
-//! Egress changes: a host (a DNS name, an IP literal or `*.domain`) and a port, and where a
-//! domain stands in the public suffix list.
+//! Egress changes: a host (a DNS name, an IP literal or `*.domain`), a port, optionally
+//! limited to some methods and a path prefix ([`super::request`]), and where a domain stands
+//! in the public suffix list.
 
 use serde_json::{Map, Value};
 
@@ -8,7 +9,7 @@ use crate::error::StoreResult;
 use std::net::IpAddr;
 
 pub(super) fn normalise_egress(obj: &Map<String, Value>) -> StoreResult<Value> {
-    refuse_unknown(obj, &["host", "port"])?;
+    refuse_unknown(obj, &["host", "port", "methods", "path_prefix"])?;
     let host = normalise_host(required_str(obj, "host")?)?;
     let port = match obj.get("port") {
         None | Some(Value::Null) => 443,
@@ -18,7 +19,11 @@ pub(super) fn normalise_egress(obj: &Map<String, Value>) -> StoreResult<Value> {
         },
         Some(_) => return Err(invalid("port", "must be a number from 1 to 65535")),
     };
-    Ok(serde_json::json!({ "host": host, "port": port }))
+    let mut out = Map::new();
+    out.insert("host".into(), Value::from(host));
+    out.insert("port".into(), Value::from(port));
+    super::request::normalise_limits(obj, &mut out)?;
+    Ok(Value::Object(out))
 }
 
 /// Normalises a host: a DNS name (lower-cased, trailing dot dropped), an IP literal

@@ -104,7 +104,8 @@ fn summary_flags(summary: &Value) -> Vec<Flag> {
 }
 
 /// Flags for an operator's modified change: its own flags, plus `widened` when it carries a
-/// flag the proposed change did not, or when its wildcard covers the proposed host.
+/// flag the proposed change did not, when its wildcard covers the proposed host, or when it
+/// lets through methods or paths the proposed egress limits did not.
 pub fn modified_flags(kind: Kind, proposed: &Value, modified: &Value) -> Vec<Flag> {
     let before = flags(kind, proposed);
     let mut after = flags(kind, modified);
@@ -116,6 +117,9 @@ pub fn modified_flags(kind: Kind, proposed: &Value, modified: &Value) -> Vec<Fla
             && old != new
             && (old == domain || old.ends_with(&format!(".{domain}")))
         {
+            widened = true;
+        }
+        if super::request::limits_widened(proposed, modified) {
             widened = true;
         }
     }

@@ -5,18 +5,20 @@
 //!
 //! Matching lives here and nowhere else: a grant's host equals the destination's, or is
 //! `*.domain` and the destination is a name under `domain` (never `domain` itself, never an
-//! IP address); the ports are equal; a grant ended (revoked, expired, bottle removed) or past
+//! IP address); the ports are equal; a grant limited to `methods` or a `path_prefix` counts
+//! only for a request seen and fitting them; a grant ended (revoked, expired, bottle removed) or past
 //! its `expires_at` never counts. Destinations are normalised by the proposals' own rule
 //! ([`crate::change::normalise_host`]), so `PyPI.org.` is `pypi.org`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::Store;
 use super::bottles::{live_bottle_by_ip, live_bottle_named};
+use super::egress_memo::{Key, Snapshot};
 use super::file::Identity;
 use super::proposals::{prepare, propose_in};
 use super::rows::{self, GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
@@ -24,8 +26,8 @@ use super::trail::{NewEvent, actor_bottle, record};
 use crate::change::{self, normalise_host};
 use crate::error::StoreResult;
 use crate::model::{
-    Bottle, BottleRef, DenyReason, EgressDecision, EventKind, Flag, Grant, Kind, NewProposal,
-    Proposed, Timestamp,
+    Bottle, BottleRef, DenyReason, EgressDecision, EventKind, Flag, Grant, HttpRequest, Kind,
+    NewProposal, ProposalId, Proposed, Timestamp,
 };
 use crate::present::address;
 
@@ -46,68 +48,89 @@ const NEVER_OBSERVED: [Flag; 4] = [
 impl Store {
     /// May `bottle` reach `host:port` now? A bottle by address is this store's host's; by
     /// name, `HOST/SLUG` or a slug one host has ([`Store::named_bottle`]; a slug several
-    /// hosts have is [`crate::StoreError::AmbiguousBottle`]). One read transaction over the bottle registry, the
-    /// bottle's egress grants in force and, when none covers the destination, its undecided
-    /// egress proposals (to name one that asks for it). An exact grant is preferred to a
-    /// wildcard, then the one lasting longest.
-    #[instrument(skip(self), err, level = "debug")]
+    /// hosts have is [`crate::StoreError::AmbiguousBottle`]). The same as
+    /// [`Store::egress_request_decision`] without a request: a grant limited to methods or
+    /// a path prefix never lets it through.
     pub async fn egress_decision(
         &self,
         bottle: BottleRef<'_>,
         host: &str,
         port: u16,
     ) -> StoreResult<EgressDecision> {
+        self.egress_request_decision(bottle, host, port, None).await
+    }
+
+    /// May `bottle` reach `host:port` now, with `request` when the asker sees it? Reads
+    /// the bottle, its egress grants in force and its undecided egress proposals in one
+    /// read transaction, or takes them from memory while the database is unchanged
+    /// ([`egress_memo`](super::egress_memo)). A grant counts when it covers the host and
+    /// port and, if it is limited to methods or a path prefix, when the request is seen and
+    /// fits them (its path normalised by [`change::normalise_path`]; a path that normalising
+    /// refuses is refused). An exact grant is preferred to a wildcard, then the one lasting
+    /// longest. A denial names an undecided proposal that asks for the destination.
+    #[instrument(skip(self), err, level = "debug")]
+    pub async fn egress_request_decision(
+        &self,
+        bottle: BottleRef<'_>,
+        host: &str,
+        port: u16,
+        request: Option<HttpRequest<'_>>,
+    ) -> StoreResult<EgressDecision> {
+        let snapshot = self.egress_snapshot(bottle).await?;
+        Ok(decide(&snapshot, host, port, request, &Timestamp::now()))
+    }
+
+    /// The bottle's egress state: remembered at the data version read first, or read.
+    async fn egress_snapshot(&self, bottle: BottleRef<'_>) -> StoreResult<Arc<Snapshot>> {
+        let version = self.inner.fresh.as_ref().and_then(|f| f.observe());
+        let key = Key::from(bottle);
+        if let Some(v) = version
+            && let Some(s) = self.inner.egress_memo.get(v, &key)
+        {
+            return Ok(s);
+        }
         let now = Timestamp::now();
         let mut tx = self.read().await?;
         let found = match bottle {
             BottleRef::Slug(name) => live_bottle_named(&mut tx, name).await?,
             BottleRef::Ip(ip) => live_bottle_by_ip(&mut tx, &self.inner.host, ip).await?,
         };
-        let denied = |bottle: Option<Bottle>, host: String, reason| EgressDecision::Denied {
-            bottle,
-            host,
-            port,
-            reason,
-            proposal_id: None,
+        let mut snapshot = Snapshot {
+            bottle: found,
+            grants: Vec::new(),
+            pending: Vec::new(),
         };
-        let host = match destination(host, port) {
-            Ok(h) => h,
-            Err(why) => {
-                return Ok(denied(
-                    found,
-                    host.to_string(),
-                    DenyReason::InvalidDestination(why),
-                ));
+        if let Some(b) = &snapshot.bottle {
+            let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "{GRANT_COLUMNS} WHERE g.bottle_id = $1 AND g.kind = 'egress' \
+                 AND g.ended_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > $2) \
+                 ORDER BY g.created_at"
+            )))
+            .bind(b.id.get())
+            .bind(now.as_str())
+            .fetch_all(&mut *tx)
+            .await?;
+            snapshot.grants = rows::all(grants)?;
+            let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "{PROPOSAL_COLUMNS} WHERE p.bottle_id = $1 AND p.kind = 'egress' \
+                 AND p.status = 'pending' AND (p.expires_at IS NULL OR p.expires_at > $2) \
+                 ORDER BY p.created_at"
+            )))
+            .bind(b.id.get())
+            .bind(now.as_str())
+            .fetch_all(&mut *tx)
+            .await?;
+            for row in rows {
+                let p = row.at(&now)?;
+                snapshot.pending.push((p.id, p.change, p.expires_at));
             }
-        };
-        let Some(bottle) = found else {
-            return Ok(denied(None, host, DenyReason::UnknownBottle));
-        };
-        let grants: Vec<GrantRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{GRANT_COLUMNS} WHERE g.bottle_id = $1 AND g.kind = 'egress' AND g.ended_at IS NULL \
-             AND (g.expires_at IS NULL OR g.expires_at > $2) ORDER BY g.created_at"
-        )))
-        .bind(bottle.id.get())
-        .bind(now.as_str())
-        .fetch_all(&mut *tx)
-        .await?;
-        let grants: Vec<Grant> = rows::all(grants)?;
-        if let Some(grant) = best_grant(grants, &host, port) {
-            return Ok(EgressDecision::Allowed {
-                bottle,
-                host,
-                port,
-                grant: Box::new(grant),
-            });
         }
-        let proposal_id = undecided_for(&mut tx, &bottle, &host, port, &now).await?;
-        Ok(EgressDecision::Denied {
-            bottle: Some(bottle),
-            host,
-            port,
-            reason: DenyReason::NoGrant,
-            proposal_id,
-        })
+        drop(tx);
+        let snapshot = Arc::new(snapshot);
+        if let Some(v) = version {
+            self.inner.egress_memo.put(v, key, snapshot.clone());
+        }
+        Ok(snapshot)
     }
 
     /// Records that `grant` let `bottle` through to `host:port`: a `grant-used` event, unless
@@ -237,52 +260,113 @@ fn host_port(change: &serde_json::Value) -> Option<(&str, u64)> {
     Some((change.get("host")?.as_str()?, change.get("port")?.as_u64()?))
 }
 
-fn best_grant(grants: Vec<Grant>, host: &str, port: u16) -> Option<Grant> {
-    grants
-        .into_iter()
+/// The decision from one bottle's egress state at `now`.
+fn decide(
+    snapshot: &Snapshot,
+    host: &str,
+    port: u16,
+    request: Option<HttpRequest<'_>>,
+    now: &Timestamp,
+) -> EgressDecision {
+    let found = snapshot.bottle.clone();
+    let denied = |bottle: Option<Bottle>, host: String, reason| EgressDecision::Denied {
+        bottle,
+        host,
+        port,
+        reason,
+        proposal_id: None,
+    };
+    let host = match destination(host, port) {
+        Ok(h) => h,
+        Err(why) => {
+            return denied(found, host.to_string(), DenyReason::InvalidDestination(why));
+        }
+    };
+    let Some(bottle) = found else {
+        return denied(None, host, DenyReason::UnknownBottle);
+    };
+    let request = match request.map(normalise_request).transpose() {
+        Ok(r) => r,
+        Err(why) => return denied(Some(bottle), host, DenyReason::InvalidRequest(why)),
+    };
+    let covering: Vec<&Grant> = snapshot
+        .grants
+        .iter()
+        .filter(|g| g.expires_at.as_ref().is_none_or(|e| e > now))
         .filter(|g| {
-            host_port(&g.change).is_some_and(|(h, p)| p == u64::from(port) && covers(h, host))
+            host_port(&g.change).is_some_and(|(h, p)| p == u64::from(port) && covers(h, &host))
         })
-        .max_by_key(|g| {
-            let exact = host_port(&g.change).is_some_and(|(h, _)| h == host);
-            // `None` (until revoked) outlasts every time; later times are larger text.
-            let ends = g.expires_at.as_ref().map(|t| t.as_str().to_string());
-            (exact, ends.is_none(), ends)
-        })
+        .collect();
+    let fits = |g: &&Grant| match &request {
+        Some((method, path)) => change::request_fits(&g.change, method, path),
+        None => !change::is_limited(&g.change),
+    };
+    if let Some(grant) = best_grant(covering.iter().copied().filter(fits), &host) {
+        return EgressDecision::Allowed {
+            bottle,
+            host,
+            port,
+            grant: Box::new(grant.clone()),
+        };
+    }
+    let reason = match (&request, best_grant(covering.iter().copied(), &host)) {
+        (_, None) => DenyReason::NoGrant,
+        (None, Some(limited)) => DenyReason::RequestUnseen(limited.id.clone()),
+        (Some(_), Some(_)) => DenyReason::OutsideLimits,
+    };
+    let proposal_id = undecided_for(snapshot, &host, port, now);
+    EgressDecision::Denied {
+        bottle: Some(bottle),
+        host,
+        port,
+        reason,
+        proposal_id,
+    }
+}
+
+/// The request's method upper-cased and its path normalised, or why it is refused.
+fn normalise_request(r: HttpRequest<'_>) -> Result<(String, String), String> {
+    let method = r.method.to_ascii_uppercase();
+    if !change::is_method(&method) {
+        return Err(format!("{:?} is not an HTTP method", r.method));
+    }
+    Ok((method, change::normalise_path(r.path)?))
+}
+
+fn best_grant<'g>(grants: impl Iterator<Item = &'g Grant>, host: &str) -> Option<&'g Grant> {
+    grants.max_by_key(|g| {
+        let exact = host_port(&g.change).is_some_and(|(h, _)| h == host);
+        // `None` (until revoked) outlasts every time; later times are larger text.
+        let ends = g.expires_at.as_ref().map(|t| t.as_str().to_string());
+        (exact, ends.is_none(), ends)
+    })
 }
 
 /// The bottle's undecided egress proposal asking for the destination, exactly or with a
 /// wildcard covering it (exact first), if any.
-async fn undecided_for(
-    conn: &mut AnyConnection,
-    bottle: &Bottle,
+fn undecided_for(
+    snapshot: &Snapshot,
     host: &str,
     port: u16,
     now: &Timestamp,
-) -> StoreResult<Option<crate::model::ProposalId>> {
-    let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{PROPOSAL_COLUMNS} WHERE p.bottle_id = $1 AND p.kind = 'egress' AND p.status = 'pending' \
-         AND (p.expires_at IS NULL OR p.expires_at > $2) ORDER BY p.created_at"
-    )))
-    .bind(bottle.id.get())
-    .bind(now.as_str())
-    .fetch_all(&mut *conn)
-    .await?;
+) -> Option<ProposalId> {
     let mut covering = None;
-    for row in rows {
-        let p = row.at(now)?;
-        let Some((h, pp)) = host_port(&p.change) else {
+    for (id, change, expires_at) in &snapshot.pending {
+        if expires_at.as_ref().is_some_and(|e| e <= now) {
+            continue;
+        }
+        let Some((h, pp)) = host_port(change) else {
             continue;
         };
         if pp != u64::from(port) || !covers(h, host) {
             continue;
         }
         if h == host {
-            return Ok(Some(p.id));
+            return Some(id.clone());
         }
-        covering.get_or_insert(p.id);
+        covering.get_or_insert_with(|| id.clone());
     }
-    Ok(covering)
+    covering
 }
 
 #[cfg(test)]

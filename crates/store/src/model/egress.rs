@@ -4,7 +4,19 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use super::{Bottle, Grant, ProposalId};
+use super::{Bottle, Grant, GrantId, ProposalId};
+
+/// The request a proxy saw inside a connection, when it sees one (mitmproxy; not Squid
+/// without interception, not a CONNECT before its requests): what grants limited to
+/// `methods` and a `path_prefix` are matched against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpRequest<'a> {
+    /// The method as sent (`GET`); compared upper-cased.
+    pub method: &'a str,
+    /// The request target's path, query included or not (normalised before comparing,
+    /// [`crate::change::normalise_path`]).
+    pub path: &'a str,
+}
 
 /// The bottle a question is about: by name, `SLUG` or `HOST/SLUG` (the operator's
 /// `check`), or by the source address its connections come from (the proxy's helper).
@@ -66,15 +78,29 @@ pub enum DenyReason {
     InvalidDestination(String),
     /// No grant in force covers the host and port (none was made, or each ended).
     NoGrant,
+    /// Only grants limited to methods or a path prefix cover the host and port, and the
+    /// request was not seen (a CONNECT, Squid without interception). A proxy that can see
+    /// the requests inside opens the tunnel, intercepts, and asks again for each; the grant
+    /// named is one of them.
+    RequestUnseen(GrantId),
+    /// Grants in force cover the host and port, but none lets this method and path through.
+    OutsideLimits,
+    /// The request's path is refused outright (the message says why: an encoded `/` or
+    /// `\`, a `..` above the root, ...).
+    InvalidRequest(String),
 }
 
 impl DenyReason {
-    /// A short stable name for JSON: `unknown-bottle`, `invalid-destination`, `no-grant`.
+    /// A short stable name for JSON: `unknown-bottle`, `invalid-destination`, `no-grant`,
+    /// `request-unseen`, `outside-limits`, `invalid-request`.
     pub fn code(&self) -> &'static str {
         match self {
             DenyReason::UnknownBottle => "unknown-bottle",
             DenyReason::InvalidDestination(_) => "invalid-destination",
             DenyReason::NoGrant => "no-grant",
+            DenyReason::RequestUnseen(_) => "request-unseen",
+            DenyReason::OutsideLimits => "outside-limits",
+            DenyReason::InvalidRequest(_) => "invalid-request",
         }
     }
 }
@@ -85,6 +111,15 @@ impl fmt::Display for DenyReason {
             DenyReason::UnknownBottle => f.write_str("no bottle is registered there"),
             DenyReason::InvalidDestination(why) => write!(f, "not a valid destination: {why}"),
             DenyReason::NoGrant => f.write_str("no grant in force covers it"),
+            DenyReason::RequestUnseen(g) => write!(
+                f,
+                "only grants limited to methods or paths cover it (grant {g}), and the request \
+                 was not seen"
+            ),
+            DenyReason::OutsideLimits => {
+                f.write_str("the grants in force for it allow other methods or paths only")
+            }
+            DenyReason::InvalidRequest(why) => write!(f, "the request is refused: {why}"),
         }
     }
 }

@@ -14,6 +14,7 @@ mod concurrency;
 mod corrupt;
 mod crash;
 mod egress;
+mod egress_limits;
 mod files;
 mod follow;
 mod fresh;

@@ -106,6 +106,12 @@ struct Proxy {
 impl Proxy {
     /// Squid in front of a fresh database with bottles `a` (127.0.0.2) and `b` (127.0.0.3).
     fn start(helper_flags: &str) -> Option<Proxy> {
+        Proxy::start_with(helper_flags, "", &|_| {})
+    }
+
+    /// [`Proxy::start`] with `access` (squid.conf lines, `{d}` the temp dir) before the
+    /// `http_access` rules, and `prepare` run on the temp dir before Squid starts.
+    fn start_with(helper_flags: &str, access: &str, prepare: &dyn Fn(&Path)) -> Option<Proxy> {
         let (squid, curl) = tools()?;
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::metadata("/proc/self")
@@ -131,6 +137,7 @@ impl Proxy {
             r.assert_ok();
         }
         std::fs::write(p.join("hosts"), "127.0.0.1 a.example.test example.test\n").unwrap();
+        prepare(p);
         // A port picked free may be taken again before Squid binds it: try another.
         let mut attempts = 0;
         let (child, port) = loop {
@@ -152,12 +159,14 @@ impl Proxy {
                  external_acl_type supervise ttl={ttl} negative_ttl={ttl} children-max=1 \
                  children-startup=1 %SRC %DST %PORT {bin} --db {db} squid-acl {helper_flags}\n\
                  acl supervised external supervise\n\
+                 {access}\
                  http_access allow supervised\n\
                  http_access deny all\n",
                 d = p.display(),
                 ttl = TTL.as_secs(),
                 bin = BIN,
                 db = db.display(),
+                access = access.replace("{d}", &p.display().to_string()),
             );
             std::fs::write(p.join("squid.conf"), conf).unwrap();
             let mut child = Command::new(&squid)
@@ -199,6 +208,17 @@ impl Proxy {
 
     fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("cache.log")).unwrap_or_default()
+    }
+
+    /// The body of `GET http://HOST:ORIGIN/` through the proxy from `src`.
+    fn body(&self, src: &str, host: &str) -> String {
+        let out = Command::new(&self.curl)
+            .args(["-s", "--max-time", "10", "--interface", src])
+            .args(["--proxy", &format!("http://127.0.0.1:{}", self.port)])
+            .arg(format!("http://{host}:{}/", self.origin))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// The HTTP status of `GET http://HOST:ORIGIN/` through the proxy from `src`.
@@ -472,4 +492,65 @@ fn the_unspecified_address_is_refused_and_never_filed_through_squid() {
         "{}",
         px.access_log()
     );
+}
+
+/// The README's `deny_info` recipe: the refusal page shows the helper's `message=` (`%o`),
+/// which names the proposal and says to poll `check-proposal`; a grant limited to methods
+/// or paths never lets a connection through Squid, which cannot see requests.
+#[test]
+fn squids_refusal_page_names_the_proposal_and_limited_grants_do_not_pass() {
+    let page = "<html><body><p>supervise: %o</p></body></html>\n";
+    let access = "error_directory {d}/errors\ndeny_info ERR_SUPERVISE supervised\n\
+                  http_access deny !supervised\n";
+    // Squid's own pages, and the recipe's page beside them.
+    let prepare = |d: &Path| {
+        let errors = d.join("errors");
+        std::fs::create_dir(&errors).unwrap();
+        let templates = [
+            "/usr/share/squid/errors/templates",
+            "/usr/share/squid-langpack/templates",
+        ]
+        .into_iter()
+        .find(|t| Path::new(t).is_dir())
+        .expect("Squid's error page templates");
+        for f in std::fs::read_dir(templates).unwrap().flatten() {
+            std::fs::copy(f.path(), errors.join(f.file_name())).unwrap();
+        }
+        std::fs::write(errors.join("ERR_SUPERVISE"), page).unwrap();
+    };
+    let Some(px) = Proxy::start_with("--propose-on-deny", access, &prepare) else {
+        return;
+    };
+    let body = px.body("127.0.0.2", "a.example.test");
+    let (id, _) = px.pending().pop().expect("an observed proposal");
+    assert!(
+        body.contains(&format!("poll check-proposal with proposal_id {id}")),
+        "{body}\n{}",
+        px.log()
+    );
+    let limits = r#"{"methods": ["GET"], "path_prefix": "/"}"#;
+    px.cli(&["modify", &id, "--change", limits]).assert_ok();
+    std::thread::sleep(TTL + Duration::from_millis(500));
+    assert_eq!(px.get("127.0.0.2", "a.example.test"), 403);
+    let r = px.cli(&[
+        "check",
+        "egress",
+        "--bottle",
+        "a",
+        &px.dest("a.example.test"),
+    ]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(r.stdout.contains("limited to methods or paths"), "{r:#?}");
+    let r = px.cli(&[
+        "check",
+        "egress",
+        "--bottle",
+        "a",
+        &px.dest("a.example.test"),
+        "--method",
+        "GET",
+        "--path",
+        "/x",
+    ]);
+    assert_eq!(r.code, 0, "{r:#?}");
 }

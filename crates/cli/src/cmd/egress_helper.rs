@@ -1,0 +1,257 @@
+//! What the proxies' line helpers (`squid-acl`, `decide`) share: one lookup answered from
+//! the store's one egress decision (remembered by the store while the database is
+//! unchanged), the `observed` proposal filed for a refusal, the `grant-used` record, and a
+//! store that is opened lazily, never created, and reopened when the file is replaced.
+//!
+//! A busy, missing or moved database is a refusal with a message (the safe answer), never
+//! an exit: the next lookup tries again.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use supervise_store::present::address;
+use supervise_store::{
+    BottleRef, DenyReason, EgressDecision, GrantId, HttpRequest, ProposalId, Proposed, Store,
+    StoreError, StoreOptions,
+};
+
+/// A lookup waits this long for another process's lock before answering a refusal: the
+/// proxy queues the lookups behind it, so a long wait would stall every client.
+const BUSY_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How often one helper asks the store to record a grant's use (the store itself writes at
+/// most one `grant-used` per grant per minute, across every helper process).
+const USE_EVERY: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    pub propose_on_deny: bool,
+    pub record_use: bool,
+    /// The proxy can intercept a connection and ask about each request inside it
+    /// (`decide`): a connection only limited grants cover is [`Verdict::Intercept`], not a
+    /// refusal.
+    pub intercept: bool,
+}
+
+/// The answer to one lookup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Let it through, by this grant.
+    Allow(GrantId),
+    /// A connection only grants limited to methods or paths cover: open it, intercept,
+    /// and ask again for each request inside.
+    Intercept(GrantId),
+    /// Refuse it, naming the proposal filed or found for it, if any.
+    Refuse {
+        proposal: Option<ProposalId>,
+        why: String,
+    },
+}
+
+/// Reads stdin on a thread of its own (so the runtime stays free for the store's
+/// background work between lookups) and hands each line over.
+pub fn stdin_lines() -> tokio::sync::mpsc::Receiver<String> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<String>(64);
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut input = stdin.lock();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match input.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let line = String::from_utf8_lossy(&buf).into_owned();
+                    if tx.blocking_send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+pub struct Helper {
+    /// The command's name, for messages on stderr.
+    name: &'static str,
+    db: PathBuf,
+    /// `--host-id`: whose bottles' addresses this proxy sees.
+    host: Option<String>,
+    options: Options,
+    store: Option<Store>,
+    /// When this helper last asked the store to record each grant's use.
+    used: HashMap<GrantId, Instant>,
+}
+
+impl Helper {
+    pub fn new(name: &'static str, db: PathBuf, host: Option<String>, options: Options) -> Helper {
+        Helper {
+            name,
+            db,
+            host,
+            options,
+            store: None,
+            used: HashMap::new(),
+        }
+    }
+
+    /// May the bottle at `src` reach `host:port`, with `request` when the proxy sees it?
+    pub async fn decide(
+        &mut self,
+        src: IpAddr,
+        host: &str,
+        port: u16,
+        request: Option<HttpRequest<'_>>,
+    ) -> Verdict {
+        let refuse = |why: String| Verdict::Refuse {
+            proposal: None,
+            why,
+        };
+        let store = match self.store().await {
+            Ok(s) => s,
+            Err(why) => return refuse(why),
+        };
+        let decision = match store
+            .egress_request_decision(BottleRef::Ip(src), host, port, request)
+            .await
+        {
+            Ok(d) => d,
+            Err(e) => {
+                let why = format!("cannot decide now: {e}");
+                self.forget_store_after(&e).await;
+                return refuse(why);
+            }
+        };
+        match decision {
+            EgressDecision::Allowed {
+                bottle,
+                host,
+                port,
+                grant,
+            } => {
+                if self.options.record_use && self.use_is_due(&grant.id) {
+                    match store.record_grant_use(&bottle, &grant, &host, port).await {
+                        Ok(_) => {
+                            self.used.insert(grant.id.clone(), Instant::now());
+                        }
+                        // The grant is in force whether or not its use could be written;
+                        // the next lookup tries again.
+                        Err(e) => eprintln!("supervise {}: grant use not recorded: {e}", self.name),
+                    }
+                }
+                Verdict::Allow(grant.id)
+            }
+            EgressDecision::Denied {
+                reason: DenyReason::RequestUnseen(grant),
+                ..
+            } if self.options.intercept => Verdict::Intercept(grant),
+            EgressDecision::Denied {
+                bottle,
+                host,
+                port,
+                reason,
+                mut proposal_id,
+            } => {
+                let dest = address(&host, port);
+                let what = match request {
+                    Some(r) => format!("{} {} on {dest}", r.method, r.path),
+                    None => dest.clone(),
+                };
+                let mut why = match (&reason, &bottle) {
+                    (DenyReason::UnknownBottle, _) => {
+                        format!("no bottle is registered at {src}")
+                    }
+                    (_, Some(b)) => format!("bottle {} may not reach {what}: {reason}", b.slug),
+                    (_, None) => format!("{what}: {reason}"),
+                };
+                let file = matches!(reason, DenyReason::NoGrant | DenyReason::OutsideLimits);
+                let mut filed = false;
+                if let (true, true, Some(b)) = (self.options.propose_on_deny, file, &bottle) {
+                    match store.propose_observed(b, &host, port).await {
+                        Ok(Some(Proposed::Created(p))) => {
+                            filed = true;
+                            proposal_id = Some(p.id);
+                        }
+                        Ok(Some(Proposed::Repeated(p))) => {
+                            proposal_id = Some(p.id);
+                        }
+                        Ok(Some(Proposed::AutoRejected(p))) => {
+                            why.push_str(&format!("; rejected recently as proposal {}", p.id));
+                            proposal_id = Some(p.id);
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            why.push_str(&format!("; could not file a proposal: {e}"));
+                            self.forget_store_after(&e).await;
+                        }
+                    }
+                }
+                // The proposal comes first: a proxy may cut a long message short.
+                if let Some(id) = &proposal_id {
+                    let state = if filed {
+                        format!("filed proposal {id} for the operator")
+                    } else {
+                        format!("proposal {id} waits for the operator")
+                    };
+                    why = format!("{state}: poll check-proposal with proposal_id {id}. {why}");
+                }
+                Verdict::Refuse {
+                    proposal: proposal_id,
+                    why,
+                }
+            }
+        }
+    }
+
+    fn use_is_due(&self, grant: &GrantId) -> bool {
+        self.used
+            .get(grant)
+            .is_none_or(|at| at.elapsed() >= USE_EVERY)
+    }
+
+    /// The open store, reopened when the path no longer names the file it opened (moved
+    /// away, replaced) or when none is open; never created.
+    async fn store(&mut self) -> Result<Store, String> {
+        if let Some(s) = &self.store {
+            if s.still_at_path() {
+                return Ok(s.clone());
+            }
+            s.close().await;
+            self.store = None;
+        }
+        let options = StoreOptions {
+            create: false,
+            busy_timeout: BUSY_TIMEOUT,
+            max_connections: 2,
+            host: self.host.clone(),
+            ..StoreOptions::default()
+        };
+        match Store::open(&self.db, options).await {
+            Ok(s) => {
+                self.store = Some(s.clone());
+                Ok(s)
+            }
+            Err(e) => Err(format!("the supervise database is unavailable: {e}")),
+        }
+    }
+
+    /// After a failure other than a busy lock, the next lookup starts from a fresh open.
+    async fn forget_store_after(&mut self, e: &StoreError) {
+        if matches!(e, StoreError::Busy) {
+            return;
+        }
+        if let Some(s) = self.store.take() {
+            s.close().await;
+        }
+    }
+
+    pub async fn close(self) {
+        if let Some(s) = self.store {
+            s.close().await;
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! What the egress decision reads about one bottle (the bottle, its egress grants in force,
+//! its undecided egress proposals), remembered while the database is unchanged, so a proxy
+//! helper's lookup costs microseconds and is exactly as fresh as a read.
+//!
+//! On SQLite the proof of "unchanged" is the data version of the store's watch connection
+//! ([`fresh`](super::fresh)): a lookup reads the version first; a snapshot read after the
+//! version `v` was read is kept under `v`, and used only while a later lookup reads `v`
+//! again (no commit, of any connection or process, landed since before the snapshot was
+//! read). A new version forgets every snapshot. Time is applied at each lookup, not at the
+//! read: a grant or proposal past its `expires_at` is not used. On PostgreSQL, and on SQLite
+//! without a watch, nothing is remembered: every lookup reads.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::model::{Bottle, BottleRef, Grant, ProposalId, Timestamp};
+
+/// Bottles remembered at most; a full memo is emptied rather than grown.
+const BOTTLES_MAX: usize = 4096;
+
+/// One bottle's egress state as read in one transaction.
+#[derive(Debug)]
+pub(super) struct Snapshot {
+    /// `None`: no live bottle under the slug or address.
+    pub bottle: Option<Bottle>,
+    /// Egress grants not ended and not past `expires_at` when read, oldest first.
+    pub grants: Vec<Grant>,
+    /// Undecided egress proposals: id, change, expiry; oldest first.
+    pub pending: Vec<(ProposalId, Value, Option<Timestamp>)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Key {
+    Slug(String),
+    Ip(IpAddr),
+}
+
+impl From<BottleRef<'_>> for Key {
+    fn from(b: BottleRef<'_>) -> Key {
+        match b {
+            BottleRef::Slug(s) => Key::Slug(s.to_owned()),
+            BottleRef::Ip(ip) => Key::Ip(ip),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Memo {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The data version every remembered snapshot was read after.
+    version: Option<i64>,
+    bottles: HashMap<Key, Arc<Snapshot>>,
+}
+
+impl Memo {
+    /// The snapshot remembered for `key` at `version` (the version a lookup just read),
+    /// forgetting every snapshot of another version.
+    pub(super) fn get(&self, version: i64, key: &Key) -> Option<Arc<Snapshot>> {
+        let mut state = self.state.lock().expect("not poisoned");
+        if state.version != Some(version) {
+            state.bottles.clear();
+            state.version = Some(version);
+            return None;
+        }
+        state.bottles.get(key).cloned()
+    }
+
+    /// Remembers a snapshot read after `version` was read, unless another version has
+    /// been read since.
+    pub(super) fn put(&self, version: i64, key: Key, snapshot: Arc<Snapshot>) {
+        let mut state = self.state.lock().expect("not poisoned");
+        if state.version != Some(version) {
+            return;
+        }
+        if state.bottles.len() >= BOTTLES_MAX {
+            state.bottles.clear();
+        }
+        state.bottles.insert(key, snapshot);
+    }
+}
