@@ -21,7 +21,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand};
 use crate::cmd::Ctx;
-use crate::cmd::decide::Action;
+use crate::cmd::decide::{Action, Decide};
 use crate::render::Style;
 
 fn main() -> ExitCode {
@@ -151,6 +151,7 @@ async fn dispatch(
             id,
             note,
             grant_for,
+            yes,
             bulk,
         } => match id {
             Some(id) => {
@@ -159,8 +160,11 @@ async fn dispatch(
                     store,
                     &id,
                     Action::Approve,
-                    note.as_deref(),
-                    grant_for,
+                    Decide {
+                        note: note.as_deref(),
+                        grant_for,
+                        yes,
+                    },
                     out,
                 )
                 .await
@@ -171,8 +175,11 @@ async fn dispatch(
                     store,
                     &bulk,
                     Action::Approve,
-                    note.as_deref(),
-                    grant_for,
+                    Decide {
+                        note: note.as_deref(),
+                        grant_for,
+                        yes,
+                    },
                     out,
                 )
                 .await
@@ -183,21 +190,29 @@ async fn dispatch(
             change,
             note,
             grant_for,
+            yes,
         } => {
             cmd::decide::one(
                 ctx,
                 store,
                 &id,
                 Action::Modify(change),
-                note.as_deref(),
-                grant_for,
+                Decide {
+                    note: note.as_deref(),
+                    grant_for,
+                    yes,
+                },
                 out,
             )
             .await
         }
         Command::Reject { id, note, bulk } => match id {
             Some(id) => {
-                cmd::decide::one(ctx, store, &id, Action::Reject, note.as_deref(), None, out).await
+                let how = Decide {
+                    note: note.as_deref(),
+                    ..Decide::default()
+                };
+                cmd::decide::one(ctx, store, &id, Action::Reject, how, out).await
             }
             None => {
                 cmd::decide::bulk(
@@ -205,8 +220,10 @@ async fn dispatch(
                     store,
                     &bulk,
                     Action::Reject,
-                    note.as_deref(),
-                    None,
+                    Decide {
+                        note: note.as_deref(),
+                        ..Decide::default()
+                    },
                     out,
                 )
                 .await

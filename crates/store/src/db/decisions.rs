@@ -52,6 +52,13 @@ impl Store {
         if p.status != Status::Pending {
             return Err(not_pending(id, &p));
         }
+        if grant_for.is_some() && p.is_gate_push() && verdict != Verdict::Reject {
+            return Err(crate::change::invalid(
+                "for",
+                "an approved gate push lets that one push through once, so it takes no \
+                 duration; a standing git-push grant comes from propose-git-push",
+            ));
+        }
         let (status, event, granted) = match &verdict {
             Verdict::Approve => (
                 Status::Approved,

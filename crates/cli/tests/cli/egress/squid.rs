@@ -280,7 +280,7 @@ impl Proxy {
             .find(|(_, p)| p["change"]["host"] == host)
             .unwrap_or_else(|| panic!("an observed proposal for {host}"))
             .0;
-        let mut args = vec!["approve", id.as_str()];
+        let mut args = vec!["approve", "--yes", id.as_str()];
         args.extend_from_slice(extra);
         let r = self.cli(&args);
         r.assert_ok();
@@ -320,7 +320,7 @@ fn refused_then_observed_then_approved_for_that_bottle_only() {
         "{p}"
     );
 
-    px.cli(&["approve", id]).assert_ok();
+    px.cli(&["approve", "--yes", id]).assert_ok();
     let took = px.expect_within("127.0.0.2", "a.example.test", 200, WITHIN);
     eprintln!("approve → first allowed request: {took:?}");
     assert_eq!(
@@ -375,8 +375,14 @@ fn a_wildcard_covers_names_under_the_domain_not_the_domain() {
     };
     assert_eq!(px.get("127.0.0.2", "a.example.test"), 403);
     let (id, _) = px.pending().pop().unwrap();
-    px.cli(&["modify", &id, "--change", r#"{"host": "*.example.test"}"#])
-        .assert_ok();
+    px.cli(&[
+        "modify",
+        "--yes",
+        &id,
+        "--change",
+        r#"{"host": "*.example.test"}"#,
+    ])
+    .assert_ok();
     px.expect_within("127.0.0.2", "a.example.test", 200, WITHIN);
     assert_eq!(px.get("127.0.0.2", "example.test"), 403);
     assert_eq!(px.get("127.0.0.3", "a.example.test"), 403);
