@@ -22,6 +22,7 @@ mod lifecycle;
 mod migrations;
 mod operators;
 mod pending_cap;
+mod review;
 mod rules;
 mod scope;
 mod tasks;
