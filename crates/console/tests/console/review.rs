@@ -162,3 +162,60 @@ async fn a_gate_push_offers_no_duration_and_the_api_refuses_one() {
     .await;
     assert_eq!((s, doc["field"].as_str()), (400, Some("for")), "{doc}");
 }
+
+#[tokio::test]
+async fn sign_in_returns_to_the_page_that_asked() {
+    use crate::harness::client;
+    let c = Console::start().await;
+    c.bottle("demo", "127.0.0.2").await;
+    let p = c.propose("demo", "pypi.org", 443, "packages").await;
+    let secret = c.operator("ops", Role::Approver, &[]).await;
+    // Opened from a chat: no session yet, so to the sign-in page, remembering the page.
+    let resp = client()
+        .get(format!("{}/proposals/{}", c.url, p.id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 303);
+    let remembered = resp
+        .headers()
+        .get("set-cookie")
+        .expect("the page to return to")
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let resp = client()
+        .post(format!("{}/sign-in/{secret}", c.url))
+        .header("origin", &c.url)
+        .header("cookie", &remembered)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 303);
+    assert_eq!(
+        resp.headers()["location"].to_str().unwrap(),
+        format!("/proposals/{}", p.id)
+    );
+    // A remembered path elsewhere is ignored: home instead.
+    for (i, evil) in [
+        "//evil.example/x",
+        "https://evil.example/",
+        "/\\evil.example",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let secret = c.operator(&format!("eve{i}"), Role::Viewer, &[]).await;
+        let resp = client()
+            .post(format!("{}/sign-in/{secret}", c.url))
+            .header("origin", &c.url)
+            .header("cookie", format!("supervise_return={evil}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.headers()["location"].to_str().unwrap(), "/", "{evil}");
+    }
+}
