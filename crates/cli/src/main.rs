@@ -241,8 +241,8 @@ async fn dispatch(
             bottles,
             console,
         }) => cmd::operator::add(ctx, store, &name, role, &bottles, &console.public_url, out).await,
-        Command::Operator(OperatorCommand::Link { name, console }) => {
-            cmd::operator::link(ctx, store, &name, &console.public_url, out).await
+        Command::Operator(OperatorCommand::Link { name, console, qr }) => {
+            cmd::operator::link(ctx, store, &name, &console.public_url, qr, out).await
         }
         Command::Operator(OperatorCommand::Token { name }) => {
             cmd::operator::token(ctx, store, &name, out).await

@@ -190,11 +190,14 @@ pub async fn bulk(
     let s = ctx.style;
     let verb = action.verb();
     let verdict = action.verdict();
-    let to_confirm: Vec<Flag> = matching
-        .iter()
-        .filter(|p| bulk.include_flagged && !bulk.dry_run)
-        .flat_map(|p| p.flags_to_confirm(&verdict))
-        .collect();
+    let to_confirm: Vec<Flag> = if bulk.include_flagged && !bulk.dry_run {
+        matching
+            .iter()
+            .flat_map(|p| p.flags_to_confirm(&verdict))
+            .collect()
+    } else {
+        Vec::new()
+    };
     if !to_confirm.is_empty() {
         let mut flags = to_confirm;
         flags.sort_by_key(|f| f.as_str());
