@@ -219,3 +219,40 @@ async fn sign_in_returns_to_the_page_that_asked() {
         assert_eq!(resp.headers()["location"].to_str().unwrap(), "/", "{evil}");
     }
 }
+
+#[tokio::test]
+async fn the_console_is_installable_a_manifest_and_its_icons_are_served_and_linked() {
+    use crate::harness::client;
+    let c = Console::start().await;
+    let secret = c.operator("ops", Role::Approver, &[]).await;
+    let b = c.sign_in(&secret).await;
+    let (_, page) = b.get("/").await;
+    assert!(
+        page.contains(r#"<link rel="manifest" href="/static/manifest.webmanifest">"#),
+        "{page}"
+    );
+    let resp = client()
+        .get(format!("{}/static/manifest.webmanifest", c.url))
+        .send()
+        .await
+        .unwrap();
+    let csp = resp.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.contains("manifest-src 'self'"), "{csp}");
+    let manifest: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(manifest["display"], "standalone");
+    for icon in manifest["icons"].as_array().unwrap() {
+        let src = icon["src"].as_str().unwrap();
+        let resp = client()
+            .get(format!("{}{src}", c.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{src}");
+        assert_eq!(resp.headers()["content-type"], "image/png");
+        let bytes = resp.bytes().await.unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"), "{src}");
+    }
+}

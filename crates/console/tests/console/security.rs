@@ -9,7 +9,7 @@ use supervise_store::{Role, Status, Store, StoreOptions};
 use crate::harness::{Console, api, client};
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
-    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+    manifest-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 async fn status_of(console: &Console, id: &str) -> Status {
     console.store.show(id).await.unwrap().0.status
