@@ -150,3 +150,23 @@ async fn grant_allowing_finds_the_covering_grant_and_nothing_else() {
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn the_proxy_files_no_observed_proposal_for_a_change_revoked_within_the_cooldown() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    let b = bottle(&store, "demo", "10.0.0.2").await;
+    let op = Actor::cli("op");
+    let id = file(&store, egress(&b, "pypi.org")).await;
+    let p = store
+        .decide(&id, Verdict::Approve, &op, None, None)
+        .await
+        .unwrap();
+    let grant = p.decision.unwrap().grant_id.unwrap();
+    store.revoke(grant.as_str(), &op).await.unwrap();
+    let filed = store.propose_observed(&b, "pypi.org", 443).await.unwrap();
+    assert!(filed.is_none(), "{filed:?}");
+    // Another destination is filed as before.
+    let other = store.propose_observed(&b, "crates.io", 443).await.unwrap();
+    assert!(other.is_some());
+}
