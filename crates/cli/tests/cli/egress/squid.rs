@@ -352,19 +352,20 @@ fn revoked_and_expired_grants_are_refused_again() {
     px.expect_within("127.0.0.2", "a.example.test", 200, WITHIN);
     px.cli(&["revoke", &grant]).assert_ok();
     px.expect_within("127.0.0.2", "a.example.test", 403, WITHIN);
+    // Revoked within the rejection cooldown: the helper files no new observed proposal.
+    assert!(
+        px.pending()
+            .iter()
+            .all(|(_, p)| p["change"]["host"] != "a.example.test"),
+        "re-filed after a revoke"
+    );
 
-    // A new proposal (the rejection cooldown does not apply: the last one was approved).
-    px.grant("a.example.test", &["--for", "2s"]);
-    px.expect_within("127.0.0.2", "a.example.test", 200, WITHIN);
+    // A grant that expires (on the other name the proxy resolves).
+    px.grant("example.test", &["--for", "2s"]);
+    px.expect_within("127.0.0.2", "example.test", 200, WITHIN);
     std::thread::sleep(Duration::from_secs(2));
-    px.expect_within("127.0.0.2", "a.example.test", 403, WITHIN);
-    let r = px.cli(&[
-        "check",
-        "egress",
-        "--bottle",
-        "a",
-        &px.dest("a.example.test"),
-    ]);
+    px.expect_within("127.0.0.2", "example.test", 403, WITHIN);
+    let r = px.cli(&["check", "egress", "--bottle", "a", &px.dest("example.test")]);
     assert_eq!(r.code, 1, "{r:#?}");
 }
 
