@@ -88,6 +88,7 @@ Examples:
 Examples:
   supervise approve 019ad1e2
   supervise approve 019ad1e2 --for 30m --note 'for the release build'
+  supervise approve 019ad1e2 --yes  # a flagged change, off a terminal
   supervise approve --bottle demo --kind egress --match '*.github.com' --dry-run
   supervise approve --bottle demo --kind git-push --match 'refs/heads/feature/*'")]
     Approve {
@@ -100,6 +101,9 @@ Examples:
         /// Let the grant end after this long (90s, 30m, 8h, 7d); default: until revoked
         #[arg(long = "for", value_name = "DURATION", value_parser = parse_grant_duration)]
         grant_for: Option<Duration>,
+        /// Confirm a flagged (risky) change without the prompt (needed off a terminal)
+        #[arg(long)]
+        yes: bool,
         #[command(flatten)]
         bulk: BulkArgs,
     },
@@ -126,6 +130,9 @@ Examples:
         /// Let the grant end after this long (90s, 30m, 8h, 7d); default: until revoked
         #[arg(long = "for", value_name = "DURATION", value_parser = parse_grant_duration)]
         grant_for: Option<Duration>,
+        /// Confirm a flagged (risky) change without the prompt (needed off a terminal)
+        #[arg(long)]
+        yes: bool,
     },
 
     /// Reject a proposal (or every pending match with --bottle/--kind/--match)

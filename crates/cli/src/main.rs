@@ -21,7 +21,7 @@ use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand};
 use crate::cmd::Ctx;
-use crate::cmd::decide::Action;
+use crate::cmd::decide::{Action, Decide};
 use crate::render::Style;
 
 /// Environment variables the CLI reads itself (`config::db_setting`), by argument: set, they
@@ -186,6 +186,7 @@ async fn dispatch(
             id,
             note,
             grant_for,
+            yes,
             bulk,
         } => match id {
             Some(id) => {
@@ -194,8 +195,11 @@ async fn dispatch(
                     store,
                     &id,
                     Action::Approve,
-                    note.as_deref(),
-                    grant_for,
+                    Decide {
+                        note: note.as_deref(),
+                        grant_for,
+                        yes,
+                    },
                     out,
                 )
                 .await
@@ -206,8 +210,11 @@ async fn dispatch(
                     store,
                     &bulk,
                     Action::Approve,
-                    note.as_deref(),
-                    grant_for,
+                    Decide {
+                        note: note.as_deref(),
+                        grant_for,
+                        yes,
+                    },
                     out,
                 )
                 .await
@@ -218,21 +225,29 @@ async fn dispatch(
             change,
             note,
             grant_for,
+            yes,
         } => {
             cmd::decide::one(
                 ctx,
                 store,
                 &id,
                 Action::Modify(change),
-                note.as_deref(),
-                grant_for,
+                Decide {
+                    note: note.as_deref(),
+                    grant_for,
+                    yes,
+                },
                 out,
             )
             .await
         }
         Command::Reject { id, note, bulk } => match id {
             Some(id) => {
-                cmd::decide::one(ctx, store, &id, Action::Reject, note.as_deref(), None, out).await
+                let how = Decide {
+                    note: note.as_deref(),
+                    ..Decide::default()
+                };
+                cmd::decide::one(ctx, store, &id, Action::Reject, how, out).await
             }
             None => {
                 cmd::decide::bulk(
@@ -240,8 +255,10 @@ async fn dispatch(
                     store,
                     &bulk,
                     Action::Reject,
-                    note.as_deref(),
-                    None,
+                    Decide {
+                        note: note.as_deref(),
+                        ..Decide::default()
+                    },
                     out,
                 )
                 .await
@@ -259,8 +276,8 @@ async fn dispatch(
             bottles,
             console,
         }) => cmd::operator::add(ctx, store, &name, role, &bottles, &console.public_url, out).await,
-        Command::Operator(OperatorCommand::Link { name, console }) => {
-            cmd::operator::link(ctx, store, &name, &console.public_url, out).await
+        Command::Operator(OperatorCommand::Link { name, console, qr }) => {
+            cmd::operator::link(ctx, store, &name, &console.public_url, qr, out).await
         }
         Command::Operator(OperatorCommand::Token { name }) => {
             cmd::operator::token(ctx, store, &name, out).await

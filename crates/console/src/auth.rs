@@ -30,12 +30,75 @@ fn cookie_name(app: &App) -> &'static str {
 pub(crate) fn session_cookie(app: &App, secret: &str, max_age_secs: i64) -> String {
     Cookie::build((cookie_name(app), secret.to_owned()))
         .http_only(true)
-        .same_site(SameSite::Strict)
+        // Lax: a proposal link opened from chat or mail (a top-level GET from another
+        // site) carries the session; every POST still needs the CSRF token and the
+        // Origin check (`guard`).
+        .same_site(SameSite::Lax)
         .secure(app.secure())
         .path("/")
         .max_age(cookie::time::Duration::seconds(max_age_secs.max(0)))
         .build()
         .to_string()
+}
+
+/// The cookie that remembers, for 15 minutes (a sign-in link's life), the page that sent
+/// the operator to sign in, so signing in returns there.
+const RETURN_COOKIE: &str = "supervise_return";
+
+/// Whether `path` is a path of this console to return to after signing in: it starts with
+/// one `/`, has no backslash (browsers read `/\evil` as `//evil`), no scheme, nothing
+/// outside printable ASCII, and is not the sign-in pages themselves.
+pub(crate) fn safe_return_path(path: &str) -> bool {
+    path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.contains('\\')
+        && !path.contains("://")
+        && path.len() <= 512
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b';' && b != b',' && b != b'"')
+        && !path.starts_with("/sign-in")
+}
+
+/// The redirect to the sign-in page, remembering `asked` when it is a safe path.
+pub(crate) fn to_sign_in(asked: Option<&str>) -> axum::response::Response {
+    use axum::response::{IntoResponse, Redirect};
+    let mut resp = Redirect::to("/sign-in").into_response();
+    if let Some(path) = asked.filter(|p| safe_return_path(p) && *p != "/") {
+        let cookie = Cookie::build((RETURN_COOKIE, path.to_owned()))
+            .http_only(true)
+            .same_site(SameSite::Lax)
+            .path("/")
+            .max_age(cookie::time::Duration::minutes(15))
+            .build()
+            .to_string();
+        if let Ok(v) = header::HeaderValue::from_str(&cookie) {
+            resp.headers_mut().insert(header::SET_COOKIE, v);
+        }
+    }
+    resp
+}
+
+/// The page to return to after signing in (from the cookie [`to_sign_in`] set), if safe,
+/// and the `Set-Cookie` value that forgets it.
+pub(crate) fn return_path(headers: &HeaderMap) -> (Option<String>, String) {
+    let path = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == RETURN_COOKIE)
+        .map(|c| c.value().to_owned())
+        .filter(|p| safe_return_path(p));
+    let clear = Cookie::build((RETURN_COOKIE, ""))
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .path("/")
+        .max_age(cookie::time::Duration::seconds(0))
+        .build()
+        .to_string();
+    (path, clear)
 }
 
 /// The `Set-Cookie` value that ends it in the browser.
@@ -73,8 +136,11 @@ impl FromRequestParts<App> for PageUser {
         if let Some(user) = parts.extensions.get::<PageUser>() {
             return Ok(user.clone());
         }
+        let asked = (parts.method == axum::http::Method::GET)
+            .then(|| parts.uri.path_and_query().map(|p| p.as_str().to_owned()))
+            .flatten();
         let Some(secret) = session_secret(app, &parts.headers) else {
-            return Err(PageError::SignIn);
+            return Err(PageError::SignIn(asked));
         };
         match app.store().session(&secret).await {
             Ok(Some(session)) => Ok(PageUser {
@@ -83,7 +149,7 @@ impl FromRequestParts<App> for PageUser {
                 csrf: session.csrf,
                 secret,
             }),
-            Ok(None) => Err(PageError::SignIn),
+            Ok(None) => Err(PageError::SignIn(asked)),
             Err(err) => Err(PageError::from(err)),
         }
     }
@@ -226,6 +292,25 @@ mod tests {
         assert_eq!(bearer(&h), None);
         h.insert(header::AUTHORIZATION, "Bearer ".parse().unwrap());
         assert_eq!(bearer(&h), None);
+    }
+
+    #[test]
+    fn only_this_consoles_paths_are_return_paths() {
+        for ok in ["/proposals/019a", "/grants?host=a", "/audit"] {
+            assert!(safe_return_path(ok), "{ok}");
+        }
+        for bad in [
+            "//evil.example/x",
+            "https://evil.example/",
+            "/\\evil.example",
+            "\\\\evil",
+            "evil",
+            "/sign-in/abc",
+            "/x y",
+            "/a;b",
+        ] {
+            assert!(!safe_return_path(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -52,7 +52,8 @@ pub(crate) fn status_of(err: &StoreError) -> StatusCode {
 /// A page that could not be served: no session (to the sign-in page), or an error page.
 #[derive(Debug)]
 pub(crate) enum PageError {
-    SignIn,
+    /// No session: to the sign-in page, remembering the page that asked (a GET's path).
+    SignIn(Option<String>),
     Status {
         status: StatusCode,
         title: &'static str,

@@ -11,7 +11,8 @@ use axum::response::Response;
 use crate::app::App;
 
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-    img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+    img-src 'self'; manifest-src 'self'; connect-src 'self'; form-action 'self'; \
+    frame-ancestors 'none'; \
     base-uri 'none'";
 
 pub(crate) async fn security_headers(State(app): State<App>, req: Request, next: Next) -> Response {

@@ -2,7 +2,10 @@
 //! the same facts as `structuredContent` (SPEC "MCP tools"). Store rows are converted here,
 //! explicitly, into the JSON the agent sees.
 
+mod allowed;
 mod status;
+
+pub(crate) use allowed::already_allowed;
 
 use serde_json::{Map, Value, json};
 use supervise_protocol::{CallToolResult, Content, ProtocolVersion};

@@ -84,6 +84,15 @@ async fn file(
     wait: Wait,
 ) -> Result<Step, Stale> {
     let done = |a: Answer| Ok(Step::Done(a.into()));
+    // Already allowed: answered from the grant, nothing queued, never a task.
+    match app.store.grant_allowing(bottle.id, kind, &change).await {
+        Ok(Some(grant)) => {
+            tracing::info!(bottle = %bottle.slug, grant = %grant.id, "already allowed by a grant in force");
+            return done(answer::already_allowed(&grant, justification));
+        }
+        Ok(None) => {}
+        Err(e) => return done(answer::store_failure(&e, tool)),
+    }
     let item = NewProposal {
         bottle_id: bottle.id,
         kind,

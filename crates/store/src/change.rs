@@ -2,6 +2,7 @@
 //! that spots identical re-proposals, and (in [`flags`]) the deterministic risk flags an
 //! operator sees before deciding. One submodule per kind: [`egress`], [`git_push`].
 
+mod confirm;
 mod egress;
 mod flags;
 mod git_push;
@@ -12,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::error::{StoreError, StoreResult};
 pub use crate::model::Kind;
 
+pub use confirm::needs_confirmation;
 pub use egress::normalise_host;
 pub use flags::{NEVER_AUTOMATIC, flags, modified_flags, never_automatic};
 pub use git_push::{

@@ -10,6 +10,7 @@
 //! decision ("may this bottle reach HOST:PORT now?"); [`operators`] manages console
 //! operators and [`sessions`] signs them in.
 
+mod allowed;
 mod backend;
 mod backup;
 mod bottles;

@@ -25,6 +25,9 @@ pub enum OperatorCommand {
         name: String,
         #[command(flatten)]
         console: ConsoleUrl,
+        /// Also draw the link as a QR code on the terminal (scan it with a phone)
+        #[arg(long)]
+        qr: bool,
     },
     /// Print a new API bearer token, shown once; the operator's old token stops working
     Token { name: String },

@@ -4,13 +4,13 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
 use serde_json::{Map, Value};
 use supervise_store::{
-    Flag, Kind, Proposal, Status, StatusFilter, Store, StoreError, Verdict, clock, glob,
+    Flag, Kind, Proposal, Status, StatusFilter, Store, StoreError, Verdict, change, clock, glob,
 };
 
 use super::{Ctx, bottle_name};
@@ -43,20 +43,63 @@ impl Action {
     }
 }
 
+/// How to decide: the note for the agent, the grant's length, and `--yes`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Decide<'a> {
+    pub note: Option<&'a str>,
+    pub grant_for: Option<Duration>,
+    /// The operator confirmed flagged changes on the command line.
+    pub yes: bool,
+}
+
+/// Asks for the confirmation a flagged change needs ([`Proposal::needs_confirmation`]):
+/// `--yes`, else a prompt when stdin and stderr are a terminal; refused otherwise, before
+/// anything is decided.
+fn confirm(how: &Decide<'_>, verb: &str, what: &str, flags: &[Flag]) -> Result<()> {
+    if how.yes {
+        return Ok(());
+    }
+    let names = super::queue::flag_names(flags, ", ");
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        let mut err = std::io::stderr();
+        write!(err, "{what} is flagged ({names}). {verb} it anyway? [y/N] ")?;
+        err.flush()?;
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+            return Ok(());
+        }
+        bail!("{what} was not {verb}d: not confirmed");
+    }
+    bail!("{what} is flagged ({names}): confirm with --yes to {verb} it (nothing was decided)");
+}
+
 /// Decides one proposal and prints what happened.
 pub async fn one(
     ctx: &Ctx,
     store: &Store,
     id: &str,
     action: Action,
-    note: Option<&str>,
-    grant_for: Option<Duration>,
+    how: Decide<'_>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let decided = match store
-        .decide(id, action.verdict(), &ctx.actor()?, note, grant_for)
-        .await
-    {
+    let actor = ctx.actor()?;
+    let verdict = action.verdict();
+    if verdict != Verdict::Reject {
+        let p = match store.show_for(id, &actor).await {
+            Ok((p, _)) => p,
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("cannot {} proposal {id}", action.verb())));
+            }
+        };
+        let flags = p.flags_to_confirm(&verdict);
+        if !flags.is_empty() {
+            confirm(&how, action.verb(), &format!("proposal {}", p.id), &flags)?;
+        }
+    }
+    let grant_for = how.grant_for;
+    let decided = match store.decide(id, verdict, &actor, how.note, grant_for).await {
         Ok(p) => p,
         Err(e @ StoreError::Invalid { .. }) => {
             return Err(
@@ -142,10 +185,10 @@ pub async fn bulk(
     store: &Store,
     bulk: &BulkArgs,
     action: Action,
-    note: Option<&str>,
-    grant_for: Option<Duration>,
+    how: Decide<'_>,
     out: &mut dyn Write,
 ) -> Result<()> {
+    let (note, grant_for) = (how.note, how.grant_for);
     let (Some(slug), Some(kind), Some(pattern)) = (&bulk.bottle, bulk.kind, &bulk.pattern) else {
         bail!("--bottle, --kind and --match go together");
     };
@@ -161,6 +204,21 @@ pub async fn bulk(
     }
     let s = ctx.style;
     let verb = action.verb();
+    let verdict = action.verdict();
+    let to_confirm: Vec<Flag> = if bulk.include_flagged && !bulk.dry_run {
+        matching
+            .iter()
+            .flat_map(|p| p.flags_to_confirm(&verdict))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !to_confirm.is_empty() {
+        let mut flags = to_confirm;
+        flags.sort_by_key(|f| f.as_str());
+        flags.dedup();
+        confirm(&how, verb, "a matching proposal", &flags)?;
+    }
     let (mut done, mut skipped, mut failed) = (0, 0, 0);
     // Each bottle's name, read once: `SLUG` alone may match bottles of several hosts.
     let mut names: HashMap<(&str, &str), String> = HashMap::new();
@@ -171,8 +229,7 @@ pub async fn bulk(
         }
         let name = &names[&key];
         let what = format!("{name}: {} {}", kind, render::change_text(kind, &p.change));
-        // `observed` says who filed it (the proxy), not that the change is risky.
-        let risky = p.flags.iter().any(|f| *f != Flag::Observed);
+        let risky = change::needs_confirmation(&p.flags);
         if risky && !bulk.include_flagged {
             skipped += 1;
             writeln!(

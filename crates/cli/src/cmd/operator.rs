@@ -59,10 +59,30 @@ pub async fn link(
     store: &Store,
     name: &str,
     public_url: &str,
+    qr: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
     let link = store.operator_link(name, &ctx.actor()?).await?;
-    print_link(out, public_url, &link)
+    print_link(out, public_url, &link)?;
+    if qr {
+        writeln!(out, "{}", qr_text(&link.url(public_url))?)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// `text` as a QR code of Unicode half blocks (two modules a character), dark on light
+/// with the quiet zone, so a phone's camera reads it from the terminal.
+fn qr_text(text: &str) -> Result<String> {
+    use qrcode::render::unicode::Dense1x2;
+    let code = qrcode::QrCode::new(text.as_bytes())
+        .map_err(|e| anyhow::anyhow!("cannot draw the link as a QR code: {e}"))?;
+    Ok(code
+        .render::<Dense1x2>()
+        .dark_color(Dense1x2::Light)
+        .light_color(Dense1x2::Dark)
+        .quiet_zone(true)
+        .build())
 }
 
 pub async fn token(ctx: &Ctx, store: &Store, name: &str, out: &mut dyn Write) -> Result<()> {

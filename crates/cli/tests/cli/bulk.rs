@@ -61,7 +61,7 @@ fn bulk_approve_skips_flagged_unless_asked_and_dry_run_changes_nothing() {
             .all(|g| g["expires_at"].is_string())
     );
 
-    let out = env.ok(&[&bulk[..], &["--include-flagged"]].concat());
+    let out = env.ok(&[&bulk[..], &["--include-flagged", "--yes"]].concat());
     assert!(out.contains(&format!("approved {flagged}")), "{out}");
     assert!(out.contains("[flags: unusual-port]"), "{out}");
     assert_eq!(

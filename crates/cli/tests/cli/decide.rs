@@ -27,6 +27,7 @@ fn approve_modify_and_reject_a_pending_proposal() {
         "--as",
         "alice",
         "modify",
+        "--yes",
         &m[..24],
         "--change",
         r#"{"port": 8443}"#,

@@ -307,7 +307,7 @@ fn a_standing_grant_lets_fast_forwards_through_but_not_force_pushes_or_deletions
     );
 
     // The force push, approved on its own, goes through once.
-    g.env.ok(&["approve", &force_id]);
+    g.env.ok(&["approve", &force_id, "--yes"]);
     g.push(&["--force", "origin", "HEAD:refs/heads/agent/x"])
         .assert_ok();
     assert_eq!(g.gate_ref("refs/heads/agent/x"), Some(g.head()));

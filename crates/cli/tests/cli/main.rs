@@ -10,6 +10,7 @@ mod util;
 mod audit;
 mod bottles;
 mod bulk;
+mod confirm;
 mod console;
 mod database;
 mod db_file;

@@ -274,3 +274,23 @@ fn show_and_audit_say_through_what_a_decision_was_made() {
         .unwrap();
     assert_eq!(approved["via"], "cli");
 }
+
+#[test]
+fn link_with_qr_draws_the_same_link_as_a_qr_code() {
+    use qrcode::render::unicode::Dense1x2;
+    let env = Env::new();
+    env.ok(&["operator", "add", "alice", "--role", "approver"]);
+    let out = env.ok(&["operator", "link", "alice", "--qr"]);
+    let link = link_in(&out);
+    let drawn = qrcode::QrCode::new(link.as_bytes())
+        .unwrap()
+        .render::<Dense1x2>()
+        .dark_color(Dense1x2::Light)
+        .light_color(Dense1x2::Dark)
+        .quiet_zone(true)
+        .build();
+    assert!(out.contains(&drawn), "{out}");
+    assert!(drawn.lines().count() > 10);
+    let plain = env.ok(&["operator", "link", "alice"]);
+    assert!(!plain.contains('▀') && !plain.contains('█'), "{plain}");
+}

@@ -65,7 +65,7 @@ fn watch_shows_a_new_proposal_within_a_second_and_stops_on_ctrl_c() {
         "{line}"
     );
 
-    env.ok(&["approve", &id]);
+    env.ok(&["approve", &id, "--yes"]);
     let line = rx
         .recv_timeout(Duration::from_secs(2))
         .expect("the decision");

@@ -159,6 +159,10 @@ pub(crate) struct DecideBody {
     /// Modify only (and required there): fields merged over the proposed change.
     #[schema(value_type = Option<Object>)]
     pub change: Option<Map<String, Value>>,
+    /// Approve and modify: `true` confirms a change with a risk flag (any flag but
+    /// `observed`, the modified change's included); without it such a decision is refused
+    /// with 400 and `"field": "confirm"`, deciding nothing.
+    pub confirm: Option<bool>,
 }
 
 /// Every error answer.

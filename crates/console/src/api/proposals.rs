@@ -95,13 +95,16 @@ enum Action {
 
 /// Approve as proposed (or as modified, for a proposal whose quorum a modify restarted).
 /// A proposal that needs several approvals counts this one and stays `pending` until the
-/// last (`quorum.given` of `quorum.needed`); the token's operator counts once.
+/// last (`quorum.given` of `quorum.needed`); the token's operator counts once. A flagged
+/// change needs `"confirm": true`.
 #[utoipa::path(post, path = "/api/v1/proposals/{id}/approve", tag = "proposals",
     params(("id" = String, Path, description = "proposal id or a unique prefix")),
     request_body(content = Option<DecideBody>, content_type = "application/json"),
     responses(
         (status = 200, body = ProposalDoc),
-        (status = 400, body = ErrorDoc), (status = 401, body = ErrorDoc),
+        (status = 400, description = "invalid input; `field` names it (`confirm`: a flagged \
+            change not confirmed, `for`: a duration on a gate push)", body = ErrorDoc),
+        (status = 401, body = ErrorDoc),
         (status = 403, body = ErrorDoc), (status = 404, body = ErrorDoc),
         (status = 409, description = "already decided (who and when), or this operator's \
             approval is already counted toward the proposal's quorum", body = ErrorDoc),
@@ -116,12 +119,15 @@ pub(crate) async fn approve(
 }
 
 /// Approve a different change of the same kind: `change` is merged over the proposed one.
+/// A flagged change (proposed or modified) needs `"confirm": true`.
 #[utoipa::path(post, path = "/api/v1/proposals/{id}/modify", tag = "proposals",
     params(("id" = String, Path, description = "proposal id or a unique prefix")),
     request_body(content = DecideBody, content_type = "application/json"),
     responses(
         (status = 200, body = ProposalDoc),
-        (status = 400, body = ErrorDoc), (status = 401, body = ErrorDoc),
+        (status = 400, description = "invalid input; `field` names it (`confirm`: a flagged \
+            change not confirmed)", body = ErrorDoc),
+        (status = 401, body = ErrorDoc),
         (status = 403, body = ErrorDoc), (status = 404, body = ErrorDoc),
         (status = 409, description = "already decided: who and when", body = ErrorDoc),
     ))]
@@ -201,6 +207,26 @@ async fn decide(
         (Action::Approve, None) => Verdict::Approve,
         (Action::Reject, None) => Verdict::Reject,
     };
+    if verdict != Verdict::Reject && body.confirm != Some(true) && user.actor.may_decide() {
+        let p = match app.store().show_for(&id, &user.actor).await {
+            Ok((p, _)) => p,
+            Err(StoreError::ProposalNotFound(_)) => {
+                return Err(ApiError::not_found(format!("no proposal with id {id}")));
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let flags = p.flags_to_confirm(&verdict);
+        if !flags.is_empty() {
+            let names: Vec<&str> = flags.iter().map(|f| f.as_str()).collect();
+            return Err(ApiError::bad_request(
+                Some("confirm"),
+                format!(
+                    "this change is flagged ({}): send \"confirm\": true to decide it",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
     let decided = app
         .store()
         .decide(&id, verdict, &user.actor, body.note.as_deref(), grant_for)

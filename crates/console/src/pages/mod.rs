@@ -12,7 +12,7 @@ pub(crate) mod sign_in;
 
 use askama::Template;
 use axum::http::StatusCode;
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{Html, IntoResponse, Response};
 
 use crate::auth::PageUser;
 pub(crate) use crate::error::PageError;
@@ -72,7 +72,7 @@ struct ErrorPage<'a> {
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         match self {
-            PageError::SignIn => Redirect::to("/sign-in").into_response(),
+            PageError::SignIn(asked) => crate::auth::to_sign_in(asked.as_deref()),
             PageError::Status {
                 status,
                 title,

@@ -47,6 +47,10 @@ pub(crate) struct ProposalView {
     pub change: String,
     pub fields: Vec<(&'static str, String)>,
     pub flags: Vec<(&'static str, &'static str)>,
+    /// Approving needs the confirmation box ([`supervise_store::change::needs_confirmation`]).
+    pub needs_confirm: bool,
+    /// A gate push: approved once, with no duration and no modification.
+    pub one_shot: bool,
     pub hits: i64,
     pub created_at: String,
     pub age: String,
@@ -86,6 +90,8 @@ impl ProposalView {
             change: view::change_text(p.kind, &p.change),
             fields: view::editable_fields(p.kind, &p.change),
             flags: p.flags.iter().map(|f| (f.as_str(), f.meaning())).collect(),
+            needs_confirm: supervise_store::change::needs_confirmation(&p.flags),
+            one_shot: p.is_gate_push(),
             hits: p.hits,
             created_at: p.created_at.to_string(),
             age: view::age(&p.created_at),
@@ -233,10 +239,6 @@ async fn decide(
         let (app, user, id) = (&app, &user, &id);
         async move { render(app, user, id, StatusCode::BAD_REQUEST, None, Some(message)).await }
     };
-    if action != Action::Reject && !p.flags.is_empty() && form.confirm.as_deref() != Some("yes") {
-        return again("this proposal is flagged: tick the confirmation box to approve it".into())
-            .await;
-    }
     let grant_for = match form.grant_for.as_deref().map(str::trim) {
         None | Some("") => None,
         Some(text) => match grant_duration(text) {
@@ -249,6 +251,15 @@ async fn decide(
         Action::Reject => Verdict::Reject,
         Action::Modify => Verdict::Modify(patch(&form)),
     };
+    let flags = p.flags_to_confirm(&verdict);
+    if !flags.is_empty() && form.confirm.as_deref() != Some("yes") {
+        let names: Vec<&str> = flags.iter().map(|f| f.as_str()).collect();
+        return again(format!(
+            "this change is flagged ({}): tick the confirmation box to decide it",
+            names.join(", ")
+        ))
+        .await;
+    }
     let note = form.note.as_deref();
     match app
         .store()

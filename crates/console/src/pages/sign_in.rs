@@ -60,6 +60,7 @@ pub(crate) async fn spend(
     State(app): State<App>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     Path(secret): Path<String>,
+    headers: header::HeaderMap,
 ) -> Response {
     if let Err(over) = app.limiter().allow(peer.0.ip()) {
         tracing::info!(peer = %peer.0.ip(), ?over, "sign-in rate limit reached");
@@ -79,9 +80,12 @@ pub(crate) async fn spend(
             app.metrics().sign_in(SignIn::Started);
             let max_age = session.expires_at.seconds_until();
             let cookie = auth::session_cookie(&app, session.secret.expose(), max_age);
-            let mut resp = Redirect::to("/").into_response();
-            if let Ok(v) = header::HeaderValue::from_str(&cookie) {
-                resp.headers_mut().insert(header::SET_COOKIE, v);
+            let (back, forget) = auth::return_path(&headers);
+            let mut resp = Redirect::to(back.as_deref().unwrap_or("/")).into_response();
+            for c in [cookie, forget] {
+                if let Ok(v) = header::HeaderValue::from_str(&c) {
+                    resp.headers_mut().append(header::SET_COOKIE, v);
+                }
             }
             resp
         }

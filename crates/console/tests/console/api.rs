@@ -97,7 +97,7 @@ async fn every_endpoint_with_a_bearer_token() {
         Method::POST,
         &format!("/proposals/{}/modify", p2.id),
         t,
-        Some(json!({"change": {"port": 8443}})),
+        Some(json!({"change": {"port": 8443}, "confirm": true})),
     )
     .await;
     assert_eq!(s, 200, "{modified}");

@@ -414,8 +414,11 @@ async fn an_approver_decides_an_agents_proposals_in_the_browser() {
     .await;
     let id = arrives_live(&b, &mcp, "pypi.org", 443, "packages").await;
     open(&b, &console, &id).await;
+    b.click("#modify-details summary").await;
     b.fill("#modify-port", "8443").await;
     b.fill("#modify-note", "the mirror port").await;
+    // Another port is `unusual-port` and `widened`: the box confirms it.
+    b.click("#modify-confirm").await;
     b.click("#modify").await;
     status_is(&b, "modified").await;
     let answer = mcp.check(&id).await;
@@ -502,13 +505,29 @@ async fn on_a_phone_the_queue_fits_and_the_decision_buttons_work() {
         json!(true),
         "the proposal page scrolls sideways"
     );
-    for button in ["#approve", "#modify", "#reject"] {
+    // Approve and Reject: side by side, equally sized, in view without scrolling.
+    let mut boxes = Vec::new();
+    for button in ["#approve", "#reject"] {
         let el = b.c().find(Locator::Css(button)).await.unwrap();
         let (_, _, w, h) = el.rectangle().await.unwrap();
         assert!(h >= 44.0 && w >= 44.0, "{button} is {w}x{h}");
+        let rect = b
+            .js(&format!(
+                "(() => {{ const r = document.querySelector('{button}').getBoundingClientRect(); \
+                 return [r.top, r.bottom, r.left, r.width, window.innerHeight, window.scrollY]; }})()"
+            ))
+            .await;
+        let n = |i: usize| rect[i].as_f64().unwrap();
+        assert_eq!(n(5), 0.0, "the page is at its top");
+        assert!(
+            n(0) >= 0.0 && n(1) <= n(4),
+            "{button} is out of view: {rect}"
+        );
+        boxes.push((n(0), n(2), n(3)));
     }
-    b.js("document.getElementById('approve').scrollIntoView()")
-        .await;
+    assert_eq!(boxes[0].0, boxes[1].0, "side by side: {boxes:?}");
+    assert_eq!(boxes[0].2, boxes[1].2, "equally sized: {boxes:?}");
+    assert!(boxes[0].1 < boxes[1].1, "Approve first: {boxes:?}");
     assert!(
         b.c()
             .find(Locator::Css("#approve"))

@@ -15,5 +15,6 @@ mod hosts;
 mod limits;
 mod prometheus;
 mod quorum;
+mod review;
 mod scope;
 mod security;

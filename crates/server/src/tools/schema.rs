@@ -32,7 +32,10 @@ pub(crate) fn proposal_output_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "proposal_id": { "type": "string" },
+            "proposal_id": { "type": ["string", "null"], "description": "null when a grant already allows the change (already_allowed)." },
+            "already_allowed": { "type": "boolean", "description": "true: a grant in force already allows this change; nothing was queued." },
+            "grant_id": { "type": "string", "description": "With already_allowed: the grant that allows it." },
+            "grant_expires_at": { "type": ["string", "null"], "description": "With already_allowed: when that grant ends (RFC 3339); null until revoked." },
             "status": {
                 "type": "string",
                 "enum": AnswerStatus::ALL.map(AnswerStatus::as_str)

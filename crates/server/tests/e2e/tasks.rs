@@ -581,3 +581,24 @@ async fn the_legacy_era_has_no_tasks() {
         assert_eq!(body.unwrap()["error"]["code"], -32601, "{method}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_already_allowed_gets_the_plain_approved_result_not_a_task() {
+    let server = Server::start(&["--grace", "30"]);
+    let client = tasks_client(&server, ALPHA).await;
+    let id = propose_task(&client, "allowed.example").await;
+    cli_ok(&server, &["approve", &id]);
+    let args = json!({"host": "allowed.example", "justification": "again"});
+    let params = CallToolRequestParams::new("propose-egress")
+        .with_arguments(args.as_object().unwrap().clone());
+    match client.call_tool_once(params).await.expect("tools/call") {
+        CallToolResponse::Complete(r) => {
+            let v = serde_json::to_value(&r).unwrap();
+            let s = &v["structuredContent"];
+            assert_eq!(s["already_allowed"], true, "{v}");
+            assert_eq!(s["status"], "approved", "{v}");
+            assert!(s["proposal_id"].is_null(), "{v}");
+        }
+        other => panic!("expected a plain result, got {other:?}"),
+    }
+}

@@ -554,3 +554,62 @@ async fn propose_egress_takes_methods_and_a_path_prefix() {
     assert_eq!(structured(&r)["field"], "path_prefix");
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asking_for_what_a_grant_already_allows_is_answered_at_once_and_queues_nothing() {
+    let server = Server::start(&["--grace", "0"]);
+    let client = mcp(&server).await;
+    let r = call(
+        &client,
+        "propose-egress",
+        json!({"host": "*.example.com", "justification": "the docs"}),
+    )
+    .await;
+    let id = proposal_id(&r);
+    let store = server.store().await;
+    let decided = store
+        .decide(
+            &id,
+            Verdict::Approve,
+            &Actor::cli("olivia"),
+            None,
+            Some(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    let grant = decided.decision.unwrap().grant_id.unwrap();
+
+    let started = Instant::now();
+    let r = call(
+        &client,
+        "propose-egress",
+        json!({"host": "api.example.com", "port": 443, "justification": "the API"}),
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(status(&r), "approved", "{}", text(&r));
+    assert!(!is_error(&r));
+    let s = structured(&r);
+    assert_eq!(s["already_allowed"], true);
+    assert_eq!(s["grant_id"], grant.as_str());
+    assert!(s["proposal_id"].is_null(), "{s}");
+    let t = text(&r);
+    assert!(t.contains(grant.as_str()) && t.contains("until 20"), "{t}");
+    assert_eq!(
+        store
+            .list(None, supervise_store::StatusFilter::All)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "nothing queued"
+    );
+    // Another port is not covered: filed as usual.
+    let r = call(
+        &client,
+        "propose-egress",
+        json!({"host": "api.example.com", "port": 8443, "justification": "the API"}),
+    )
+    .await;
+    assert_eq!(status(&r), "pending", "{}", text(&r));
+}

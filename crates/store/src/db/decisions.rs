@@ -59,6 +59,13 @@ impl Store {
         if p.status != Status::Pending {
             return Err(not_pending(id, &p));
         }
+        if grant_for.is_some() && p.is_gate_push() && verdict != Verdict::Reject {
+            return Err(crate::change::invalid(
+                "for",
+                "an approved gate push lets that one push through once, so it takes no \
+                 duration; a standing git-push grant comes from propose-git-push",
+            ));
+        }
         let (status, event, granted) = match &verdict {
             Verdict::Approve | Verdict::Modify(_) if p.quorum.is_counted() => {
                 match quorum::count(w.conn(), &p, &verdict, by, note, &now).await? {
@@ -114,7 +121,7 @@ impl Store {
         debug_assert_eq!(updated.rows_affected(), 1);
         let grant_id = match &granted_text {
             Some(change) => {
-                Some(insert_grant(w.conn(), &p, change, operator, &now, grant_for).await?)
+                Some(grant_for_decision(w.conn(), &p, change, operator, &now, grant_for).await?)
             }
             None => None,
         };
@@ -365,6 +372,52 @@ fn not_pending(id: String, p: &Proposal) -> StoreError {
 }
 
 /// Records the grant an approve or modify makes.
+/// The grant an approval or modification stands on: the bottle's grant in force for exactly
+/// this change, kept, its end moved to the later of the two (`None`, until revoked, is the
+/// latest) and the proposal pointed at it; else a new grant. A gate push's approval is one
+/// push, never merged into another.
+async fn grant_for_decision(
+    conn: &mut AnyConnection,
+    p: &Proposal,
+    change: &str,
+    operator: &str,
+    now: &Timestamp,
+    grant_for: Option<Duration>,
+) -> StoreResult<GrantId> {
+    if !p.is_gate_push() {
+        let kept: Option<(String, Option<String>)> = sqlx::query_as(
+            "SELECT id, expires_at FROM grants WHERE bottle_id = $1 AND kind = $2 \
+             AND change = $3 AND ended_at IS NULL AND (expires_at IS NULL OR expires_at > $4) \
+             ORDER BY created_at LIMIT 1",
+        )
+        .bind(p.bottle_id.get())
+        .bind(p.kind.as_str())
+        .bind(change)
+        .bind(now.as_str())
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some((id, ends)) = kept {
+            let asked = grant_for.map(|d| Timestamp::after(d).as_str().to_owned());
+            let later = match (ends, asked) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                _ => None,
+            };
+            sqlx::query("UPDATE grants SET expires_at = $1 WHERE id = $2")
+                .bind(later.as_deref())
+                .bind(&id)
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query("UPDATE proposals SET kept_grant_id = $1 WHERE id = $2")
+                .bind(&id)
+                .bind(p.id.as_str())
+                .execute(&mut *conn)
+                .await?;
+            return Ok(GrantId::from_row(id));
+        }
+    }
+    insert_grant(conn, p, change, operator, now, grant_for).await
+}
+
 async fn insert_grant(
     conn: &mut AnyConnection,
     p: &Proposal,

@@ -182,7 +182,8 @@ impl Store {
     /// the proxy refused, so the operator can approve what the bottle actually tried. Like
     /// any proposal it coalesces with an identical undecided one, meets the rejection
     /// cooldown and the pending cap. `Ok(None)`: not filed, because the destination is the
-    /// cloud metadata service, link-local, loopback or the unspecified address.
+    /// cloud metadata service, link-local, loopback or the unspecified address, or because
+    /// an operator revoked a grant of exactly this change within the rejection cooldown.
     #[instrument(skip(self, bottle), fields(bottle = %bottle.slug), err)]
     pub async fn propose_observed(
         &self,
@@ -210,6 +211,22 @@ impl Store {
         p.observed = true;
         let mut w = self.write().await?;
         let now = Timestamp::now();
+        // An operator who revoked this change within the cooldown is not asked again by
+        // the proxy (a rejection within it is answered by `propose_in` below).
+        if let Some(cooldown) = self.inner.limits.reject_cooldown {
+            let revoked: Option<i64> = sqlx::query_scalar(
+                "SELECT 1 FROM grants WHERE bottle_id = $1 AND kind = 'egress' AND change = $2 \
+                 AND end_reason = 'revoked' AND ended_at > $3 LIMIT 1",
+            )
+            .bind(bottle.id.get())
+            .bind(p.change.to_string())
+            .bind(Timestamp::before(cooldown).as_str())
+            .fetch_optional(w.conn())
+            .await?;
+            if revoked.is_some() {
+                return Ok(None);
+            }
+        }
         let out = propose_in(w.conn(), &self.inner.limits, p, &now).await?;
         w.commit().await?;
         out.map(Some)

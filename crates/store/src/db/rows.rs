@@ -16,13 +16,14 @@ use crate::model::{
 pub(super) const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.host, b.slug, p.kind, p.change, \
     p.justification, p.status, p.flags, p.hits, p.created_at, p.expires_at, p.decided_at, \
     p.decided_by, p.decided_via, p.decision_note, p.decision_change, p.archived_at, \
-    g.id AS grant_id, \
-    g.expires_at AS grant_expires_at, \
+    COALESCE(g.id, gk.id) AS grant_id, \
+    CASE WHEN g.id IS NULL THEN gk.expires_at ELSE g.expires_at END AS grant_expires_at, \
     p.quorum, p.approving_change, \
     CASE WHEN p.quorum > 1 THEN (SELECT COUNT(*) FROM approvals a \
         WHERE a.proposal_id = p.id AND a.round = p.approval_round) ELSE 0 END AS approvals \
     FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
-    LEFT JOIN grants g ON g.proposal_id = p.id";
+    LEFT JOIN grants g ON g.proposal_id = p.id \
+    LEFT JOIN grants gk ON gk.id = p.kept_grant_id";
 
 pub(super) const EVENT_COLUMNS: &str = "SELECT e.seq, e.at, e.event, e.actor, e.via, b.host, b.slug, \
     e.bottle_id, e.proposal_id, e.grant_id, e.kind, e.change, e.note \

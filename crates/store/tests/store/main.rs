@@ -26,6 +26,7 @@ mod operators;
 mod pending_cap;
 mod queue;
 mod quorum;
+mod review;
 mod rules;
 mod scope;
 mod tasks;

@@ -300,7 +300,7 @@ impl Proxy {
             .find(|(_, p)| p["change"]["host"] == host)
             .unwrap_or_else(|| panic!("an observed proposal for {host}"))
             .0;
-        let mut args = vec!["approve", id.as_str()];
+        let mut args = vec!["approve", "--yes", id.as_str()];
         args.extend_from_slice(extra);
         let r = self.cli(&args);
         r.assert_ok();
@@ -340,7 +340,7 @@ fn refused_then_observed_then_approved_for_that_bottle_only() {
         "{p}"
     );
 
-    px.cli(&["approve", id]).assert_ok();
+    px.cli(&["approve", "--yes", id]).assert_ok();
     let took = px.expect_within("127.0.0.2", "a.example.test", 200, WITHIN);
     eprintln!("approve → first allowed request: {took:?}");
     assert_eq!(
@@ -372,19 +372,20 @@ fn revoked_and_expired_grants_are_refused_again() {
     px.expect_within("127.0.0.2", "a.example.test", 200, WITHIN);
     px.cli(&["revoke", &grant]).assert_ok();
     px.expect_within("127.0.0.2", "a.example.test", 403, WITHIN);
+    // Revoked within the rejection cooldown: the helper files no new observed proposal.
+    assert!(
+        px.pending()
+            .iter()
+            .all(|(_, p)| p["change"]["host"] != "a.example.test"),
+        "re-filed after a revoke"
+    );
 
-    // A new proposal (the rejection cooldown does not apply: the last one was approved).
-    px.grant("a.example.test", &["--for", "2s"]);
-    px.expect_within("127.0.0.2", "a.example.test", 200, WITHIN);
+    // A grant that expires (on the other name the proxy resolves).
+    px.grant("example.test", &["--for", "2s"]);
+    px.expect_within("127.0.0.2", "example.test", 200, WITHIN);
     std::thread::sleep(Duration::from_secs(2));
-    px.expect_within("127.0.0.2", "a.example.test", 403, WITHIN);
-    let r = px.cli(&[
-        "check",
-        "egress",
-        "--bottle",
-        "a",
-        &px.dest("a.example.test"),
-    ]);
+    px.expect_within("127.0.0.2", "example.test", 403, WITHIN);
+    let r = px.cli(&["check", "egress", "--bottle", "a", &px.dest("example.test")]);
     assert_eq!(r.code, 1, "{r:#?}");
 }
 
@@ -395,8 +396,14 @@ fn a_wildcard_covers_names_under_the_domain_not_the_domain() {
     };
     assert_eq!(px.get("127.0.0.2", "a.example.test"), 403);
     let (id, _) = px.pending().pop().unwrap();
-    px.cli(&["modify", &id, "--change", r#"{"host": "*.example.test"}"#])
-        .assert_ok();
+    px.cli(&[
+        "modify",
+        "--yes",
+        &id,
+        "--change",
+        r#"{"host": "*.example.test"}"#,
+    ])
+    .assert_ok();
     px.expect_within("127.0.0.2", "a.example.test", 200, WITHIN);
     assert_eq!(px.get("127.0.0.2", "example.test"), 403);
     assert_eq!(px.get("127.0.0.3", "a.example.test"), 403);
