@@ -141,6 +141,7 @@ async fn a_gate_push_offers_no_duration_and_the_api_refuses_one() {
                     "deletions": 0, "subjects": ["x"], "force": false, "delete": false,
                     "create": false}}),
             justification: "push my work".into(),
+            quorum: None,
         })
         .await
         .unwrap()
