@@ -12,6 +12,7 @@
 
 mod backend;
 mod bottles;
+mod chain;
 mod changes;
 mod decisions;
 mod egress;
@@ -32,6 +33,7 @@ mod sessions;
 mod task_rows;
 mod tasks;
 mod trail;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,6 +47,7 @@ use tracing::instrument;
 pub use backend::{Backend, Location};
 pub use changes::Changes;
 pub use follow::{Follow, Woken};
+pub use verify::{Checkpoint, TrailBreak, TrailCheck};
 
 use crate::error::{StoreError, StoreResult};
 
@@ -277,6 +280,7 @@ impl Store {
         }
         let pool = backend::connect(&location, &options).await?;
         schema::migrate(&pool, location.backend()).await?;
+        verify::hash_older_rows(&pool, location.backend()).await?;
         let host = schema::settle_host(&pool, location.backend(), options.host.as_deref()).await?;
         let identity = match &location {
             Location::File(file) => {

@@ -36,6 +36,7 @@ pub mod text;
 pub use db::{
     Backend, Changes, Follow, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX,
     SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, default_host,
+    Checkpoint, TrailBreak, TrailCheck,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

@@ -145,6 +145,9 @@ vocabulary! {
         OperatorRemoved = "operator-removed",
         /// An operator spent a sign-in link and began a console session.
         SignedIn = "signed-in",
+        /// `audit archive` moved the events before a time to a file; the row's note is
+        /// the checkpoint the rest of the chain starts from.
+        ArchivedTrail = "archived-trail",
     }
 }
 
