@@ -2,6 +2,7 @@
 //! Parsing problems are clap's, so they exit with [`crate::exit::USAGE`]. The `operator`
 //! family is declared in [`operator`].
 
+pub mod audit;
 pub mod operator;
 
 use std::path::PathBuf;
@@ -252,7 +253,10 @@ Examples:
 Examples:
   supervise audit
   supervise audit --bottle demo --json | jq -c '.events[]'")]
+    #[command(args_conflicts_with_subcommands = true)]
     Audit {
+        #[command(subcommand)]
+        action: Option<audit::AuditCommand>,
         /// Only this bottle's events (every bottle ever registered under the slug; `HOST/SLUG`
         /// for one host's)
         #[arg(long, value_name = "SLUG")]

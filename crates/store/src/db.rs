@@ -10,6 +10,7 @@
 //! decision ("may this bottle reach HOST:PORT now?"); [`operators`] manages console
 //! operators and [`sessions`] signs them in.
 
+mod archive;
 mod backend;
 mod bottles;
 mod chain;
@@ -44,6 +45,7 @@ use sqlx::{Any, AnyConnection, AnyPool, Connection};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tracing::instrument;
 
+pub use archive::{ARCHIVE_VERSION, ArchiveCheck, Archived, verify_archive};
 pub use backend::{Backend, Location};
 pub use changes::Changes;
 pub use follow::{Follow, Woken};

@@ -34,9 +34,9 @@ pub mod present;
 pub mod text;
 
 pub use db::{
-    Backend, Changes, Follow, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX,
-    SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, default_host,
-    Checkpoint, TrailBreak, TrailCheck,
+    ARCHIVE_VERSION, ArchiveCheck, Archived, Backend, Changes, Checkpoint, Follow, Location,
+    ProposalLimits, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions,
+    TrailBreak, TrailCheck, Woken, default_host, verify_archive,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

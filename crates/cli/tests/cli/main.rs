@@ -15,6 +15,7 @@ mod database;
 mod db_file;
 mod decide;
 mod egress;
+mod evidence;
 mod flags;
 mod fleet;
 mod gate;

@@ -110,9 +110,7 @@ pub(super) async fn genesis(conn: &mut AnyConnection) -> sqlx::Result<String> {
 }
 
 /// The newest `archived-trail` checkpoint, and its seq.
-pub(super) async fn checkpoint(
-    conn: &mut AnyConnection,
-) -> StoreResult<Option<(i64, Checkpoint)>> {
+pub(super) async fn checkpoint(conn: &mut AnyConnection) -> StoreResult<Option<(i64, Checkpoint)>> {
     let row: Option<(i64, Option<String>)> = sqlx::query_as(
         "SELECT seq, note FROM events WHERE event = 'archived-trail' ORDER BY seq DESC LIMIT 1",
     )
@@ -232,8 +230,7 @@ impl Store {
             if let Some(seq) = left {
                 broken_at = Some(TrailBreak {
                     seq,
-                    reason: "the row is older than the archive checkpoint that took it out"
-                        .into(),
+                    reason: "the row is older than the archive checkpoint that took it out".into(),
                 });
             }
         }
