@@ -252,7 +252,9 @@ Examples:
     #[command(after_help = "\
 Examples:
   supervise audit
-  supervise audit --bottle demo --json | jq -c '.events[]'")]
+  supervise audit --bottle demo --json | jq -c '.events[]'
+  supervise audit --since 1h --actor rules: --limit 50
+  supervise audit --since 2026-12-01 --format jsonl > trail.jsonl")]
     #[command(args_conflicts_with_subcommands = true)]
     Audit {
         #[command(subcommand)]
@@ -267,6 +269,8 @@ Examples:
         /// Print one JSON document instead of text
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        filter: audit::AuditFilterArgs,
     },
 
     /// The git gate: a bare repository whose pre-receive hook asks supervise

@@ -291,6 +291,7 @@ async fn dispatch(
             bottle,
             host,
             json,
-        } => cmd::audit::run(ctx, store, host.as_deref(), bottle.as_deref(), json, out).await,
+            filter,
+        } => cmd::audit::run(ctx, store, host, bottle, json, filter, out).await,
     }
 }

@@ -11,6 +11,7 @@
 //! operators and [`sessions`] signs them in.
 
 mod archive;
+mod audit_filter;
 mod backend;
 mod bottles;
 mod chain;
@@ -46,6 +47,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use tracing::instrument;
 
 pub use archive::{ARCHIVE_VERSION, ArchiveCheck, Archived, verify_archive};
+pub use audit_filter::{AuditFilter, EVENT_SCHEMA_VERSION};
 pub use backend::{Backend, Location};
 pub use changes::Changes;
 pub use follow::{Follow, Woken};

@@ -34,9 +34,10 @@ pub mod present;
 pub mod text;
 
 pub use db::{
-    ARCHIVE_VERSION, ArchiveCheck, Archived, Backend, Changes, Checkpoint, Follow, Location,
-    ProposalLimits, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions,
-    TrailBreak, TrailCheck, Woken, default_host, verify_archive,
+    ARCHIVE_VERSION, ArchiveCheck, Archived, AuditFilter, Backend, Changes, Checkpoint,
+    EVENT_SCHEMA_VERSION, Follow, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX,
+    SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, TrailBreak, TrailCheck, Woken,
+    default_host, verify_archive,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

@@ -2,7 +2,32 @@
 
 use std::path::PathBuf;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
+
+/// `audit`'s filters and export format.
+#[derive(Debug, Args)]
+pub struct AuditFilterArgs {
+    /// Only events at or after T: an RFC 3339 time, a date, or a duration meaning that
+    /// long ago (`2h`, `7d`)
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+    /// Only events before T (as --since)
+    #[arg(long, value_name = "T")]
+    pub until: Option<String>,
+    /// Only events of this name (`approved`, `grant-used`, …)
+    #[arg(long, value_name = "EVENT")]
+    pub event: Option<String>,
+    /// Only this actor (`operator:ana`), or every actor starting with a prefix ending in
+    /// `:` (`rules:`, `bottle:`)
+    #[arg(long, value_name = "ACTOR")]
+    pub actor: Option<String>,
+    /// Only the newest N events (still shown oldest first)
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u32>,
+    /// `jsonl`: one JSON event per line, with `seq`, `hash` and `schema_version`
+    #[arg(long, value_name = "FORMAT", value_parser = ["jsonl"], conflicts_with = "json")]
+    pub format: Option<String>,
+}
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {

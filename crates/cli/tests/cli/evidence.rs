@@ -275,3 +275,49 @@ fn each_tampering_names_its_row_on_postgres() {
     );
     run(Path::new(&swapped), &["audit", "verify"]).assert_refused("at seq 2");
 }
+
+#[test]
+fn audit_filters_in_the_store_and_exports_json_lines() {
+    let env = Env::new();
+    trail(&env);
+    let names = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["audit", "--json"];
+        all.extend_from_slice(args);
+        env.json(&all)["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["event"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&["--event", "approved"]), ["approved"]);
+    assert_eq!(
+        names(&["--actor", "operator:"]),
+        ["bottle-added", "approved", "rejected"]
+    );
+    assert_eq!(
+        names(&["--actor", "operator:tester"]),
+        ["approved", "rejected"]
+    );
+    assert_eq!(names(&["--actor", "bottle:"]), ["proposed", "proposed"]);
+    assert_eq!(names(&["--limit", "2"]), ["approved", "rejected"]);
+    assert_eq!(names(&["--since", "1h"]).len(), 5);
+    assert!(names(&["--until", "1h"]).is_empty());
+    assert!(names(&["--since", "2999-01-01"]).is_empty());
+    assert_eq!(names(&["--until", "2999-01-01T00:00:00+02:00"]).len(), 5);
+    run(&env.db, &["audit", "--since", "yesterdayish"]).assert_usage();
+    run(&env.db, &["audit", "--event", "nonsense"]).assert_usage();
+
+    let head = env.ok(&["audit", "head"]);
+    let lines = env.ok(&["audit", "--format", "jsonl"]);
+    let docs: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 5);
+    for d in &docs {
+        assert_eq!(d["schema_version"], 1, "{d}");
+        assert!(d["seq"].is_i64() && d["event"].is_string(), "{d}");
+    }
+    assert_eq!(docs[4]["hash"].as_str().unwrap(), head.trim());
+}
