@@ -321,3 +321,79 @@ fn audit_filters_in_the_store_and_exports_json_lines() {
     }
     assert_eq!(docs[4]["hash"].as_str().unwrap(), head.trim());
 }
+
+/// The statements of docs/SCHEMA.md's auditor role, for database `db`.
+fn auditor_grants(db: &str) -> String {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/SCHEMA.md"))
+        .unwrap();
+    doc.split("read-only auditor role")
+        .nth(1)
+        .and_then(|s| s.split("```sql\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("the auditor role's statements in docs/SCHEMA.md")
+        .replace("DATABASE supervise ", &format!("DATABASE {db} "))
+}
+
+#[test]
+fn the_auditor_role_reads_and_verifies_but_cannot_write_on_postgres() {
+    let Some(cluster) = supervise_testpg::cluster() else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let url = rt.block_on(cluster.fresh_database());
+    let db = Path::new(&url);
+    run(db, &["bottle", "add", "demo", "--ip", "10.9.0.2"]).assert_ok();
+    let name = url.rsplit('/').next().unwrap();
+    // Roles are cluster-wide: one per test database.
+    let grants = auditor_grants(name).replace("supervise_auditor", &format!("{name}_auditor"));
+    psql(&url, &grants);
+    let (base, _) = url.rsplit_once('/').unwrap();
+    let (scheme, rest) = base.split_once("://").unwrap();
+    let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let auditor = format!("{scheme}://{name}_auditor:audit@{host}/{name}");
+    let as_auditor = Path::new(&auditor);
+    run(as_auditor, &["audit", "verify"]).assert_ok();
+    run(as_auditor, &["audit", "--json"]).assert_ok();
+    run(as_auditor, &["audit", "head"]).assert_ok();
+    let refused = run(as_auditor, &["bottle", "add", "other", "--ip", "10.9.0.3"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("permission denied"), "{refused:?}");
+    let archive = std::env::temp_dir().join(format!("{name}-archive.jsonl"));
+    let refused = run(
+        as_auditor,
+        &[
+            "audit",
+            "archive",
+            "--before",
+            "2999-01-01",
+            "--to",
+            archive.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(!archive.exists(), "a refused archive leaves no file");
+    // The owner's archive works on PostgreSQL too, and both halves verify.
+    run(
+        db,
+        &[
+            "audit",
+            "archive",
+            "--before",
+            "2999-01-01",
+            "--to",
+            archive.to_str().unwrap(),
+        ],
+    )
+    .assert_ok();
+    run(db, &["audit", "verify"]).assert_ok();
+    run(as_auditor, &["audit", "verify"]).assert_ok();
+    run(
+        db,
+        &["audit", "verify", "--archive", archive.to_str().unwrap()],
+    )
+    .assert_ok();
+    let _ = std::fs::remove_file(&archive);
+}
