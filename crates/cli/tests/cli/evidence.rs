@@ -328,7 +328,7 @@ fn auditor_grants(db: &str) -> String {
         .unwrap();
     doc.split("read-only auditor role")
         .nth(1)
-        .and_then(|s| s.split("```sql\n").nth(1))
+        .and_then(|s| s.split("```postgresql\n").nth(1))
         .and_then(|s| s.split("```").next())
         .expect("the auditor role's statements in docs/SCHEMA.md")
         .replace("DATABASE supervise ", &format!("DATABASE {db} "))

@@ -9,6 +9,7 @@ mod common;
 mod bad_input;
 mod batch;
 mod busy;
+mod chain;
 mod concurrency;
 mod corrupt;
 mod crash;
