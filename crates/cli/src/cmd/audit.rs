@@ -79,6 +79,9 @@ pub async fn run(
     ])
     .flexible(9);
     let hosts = render::hosts_differ(events.iter().filter_map(|e| e.host.as_deref()));
+    // The wide free-text columns are cut to a share of the terminal (the note takes what
+    // is left); the ids stay whole.
+    let share = |part: usize| (ctx.width / part).max(12);
     for e in &events {
         let change = match (&e.kind, &e.change) {
             (Some(kind), Some(change)) => {
@@ -90,7 +93,7 @@ pub async fn run(
             Cell::new(e.seq.to_string()),
             Cell::new(e.at.as_str()),
             Cell::colored(e.event.as_str(), Color::Bold),
-            Cell::new(render::one_line(&e.actor)),
+            Cell::new(render::cut(&render::one_line(&e.actor), share(12))),
             Cell::new(e.via.map(|v| v.as_str()).unwrap_or("-")),
             Cell::new(match (&e.host, &e.bottle) {
                 (Some(h), Some(b)) => render::bottle_name(hosts, h, b),
@@ -99,7 +102,7 @@ pub async fn run(
             }),
             Cell::colored(e.proposal_id.as_deref().unwrap_or("-"), Color::Cyan),
             Cell::new(e.grant_id.as_deref().unwrap_or("-")),
-            Cell::new(change),
+            Cell::new(render::cut(&change, share(10))),
             Cell::new(e.note.as_deref().map(render::one_line).unwrap_or_default()),
         ]);
     }

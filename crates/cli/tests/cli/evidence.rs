@@ -397,3 +397,21 @@ fn the_auditor_role_reads_and_verifies_but_cannot_write_on_postgres() {
     .assert_ok();
     let _ = std::fs::remove_file(&archive);
 }
+
+#[test]
+fn the_audit_table_fits_the_terminal_width() {
+    let env = Env::new();
+    let long = format!("{0}.{0}.example.com", "x".repeat(60));
+    let id = env.egress(&long, 443);
+    env.ok(&["approve", &id, "--note", &"a long note ".repeat(30)]);
+    let out = env.cmd(&["audit"]).env("COLUMNS", "200").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 200,
+            "{} wide: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(text.contains(&id), "full ids: {text}");
+}
