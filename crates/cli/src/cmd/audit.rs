@@ -93,7 +93,7 @@ pub async fn run(
             Cell::new(e.seq.to_string()),
             Cell::new(e.at.as_str()),
             Cell::colored(e.event.as_str(), Color::Bold),
-            Cell::new(render::cut(&render::one_line(&e.actor), share(12))),
+            Cell::new(render::cut(&render::one_line(&e.actor), share(8).max(24))),
             Cell::new(e.via.map(|v| v.as_str()).unwrap_or("-")),
             Cell::new(match (&e.host, &e.bottle) {
                 (Some(h), Some(b)) => render::bottle_name(hosts, h, b),
