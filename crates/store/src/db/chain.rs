@@ -89,7 +89,7 @@ mod tests {
         };
         let msg = format!(
             "{prev}24:2026-12-02T00:00:00.000Z8:proposed10:bottle:dev-1:72:p1-6:egress\
-             26:{{\"host\":\"a.b\",\"port\":443}}2:é"
+             25:{{\"host\":\"a.b\",\"port\":443}}2:é"
         );
         assert_eq!(link(&prev, &row), hex(&Sha256::digest(msg.as_bytes())));
     }
