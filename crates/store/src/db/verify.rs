@@ -281,13 +281,15 @@ impl Store {
 }
 
 /// Hashes the rows written before the chain (their `hash` is NULL), oldest first, in one
-/// write transaction at open; a no-op once every row has its hash.
+/// write transaction at open; a no-op once the oldest row has its hash.
 pub(super) async fn hash_older_rows(pool: &AnyPool, backend: Backend) -> StoreResult<()> {
-    let unhashed: Option<i64> =
-        sqlx::query_scalar("SELECT seq FROM events WHERE hash IS NULL LIMIT 1")
+    // Rows older than the chain are a prefix of the trail: one look at the oldest row (a
+    // primary-key lookup, whatever the trail's size) tells whether any is left.
+    let oldest: Option<Option<String>> =
+        sqlx::query_scalar("SELECT hash FROM events ORDER BY seq LIMIT 1")
             .fetch_optional(pool)
             .await?;
-    if unhashed.is_none() {
+    if !matches!(oldest, Some(None)) {
         return Ok(());
     }
     let mut conn = pool.acquire().await?;
