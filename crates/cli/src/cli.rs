@@ -2,6 +2,7 @@
 //! Parsing problems are clap's, so they exit with [`crate::exit::USAGE`]. The `operator`
 //! family is declared in [`operator`].
 
+pub mod audit;
 pub mod operator;
 
 use std::path::PathBuf;
@@ -305,8 +306,13 @@ Examples:
     #[command(after_help = "\
 Examples:
   supervise audit
-  supervise audit --bottle demo --json | jq -c '.events[]'")]
+  supervise audit --bottle demo --json | jq -c '.events[]'
+  supervise audit --since 1h --actor rules: --limit 50
+  supervise audit --since 2026-12-01 --format jsonl > trail.jsonl")]
+    #[command(args_conflicts_with_subcommands = true)]
     Audit {
+        #[command(subcommand)]
+        action: Option<audit::AuditCommand>,
         /// Only this bottle's events (every bottle ever registered under the slug; `HOST/SLUG`
         /// for one host's)
         #[arg(long, value_name = "SLUG")]
@@ -317,6 +323,8 @@ Examples:
         /// Print one JSON document instead of text
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        filter: audit::AuditFilterArgs,
     },
 
     /// The git gate: a bare repository whose pre-receive hook asks supervise

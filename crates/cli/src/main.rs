@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches};
 
+use crate::cli::audit::AuditCommand;
 use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand};
 use crate::cmd::Ctx;
 use crate::cmd::decide::{Action, Decide};
@@ -89,6 +90,18 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
         out.write_all(&buf)?;
         out.flush()?;
         return Ok(());
+    }
+    if let Command::Audit {
+        action:
+            Some(AuditCommand::Verify {
+                archive: Some(file),
+                json,
+                ..
+            }),
+        ..
+    } = &cli.command
+    {
+        return cmd::audit_verify::archive_file(file, *json, out);
     }
     let db = config::db_setting(cli.db.as_deref(), cli.db_file.as_deref())?;
     let ctx = Ctx {
@@ -322,8 +335,24 @@ async fn dispatch(
         }
         Command::Revoke { grant_id } => cmd::policy::revoke(ctx, store, &grant_id, out).await,
         Command::Backup { file } => cmd::backup::run(ctx, store, &file, out).await,
-        Command::Audit { bottle, host, json } => {
-            cmd::audit::run(ctx, store, host.as_deref(), bottle.as_deref(), json, out).await
-        }
+        Command::Audit {
+            action: Some(AuditCommand::Verify { json, head, .. }),
+            ..
+        } => cmd::audit_verify::verify(store, head.as_deref(), json, out).await,
+        Command::Audit {
+            action: Some(AuditCommand::Head),
+            ..
+        } => cmd::audit_verify::head(store, out).await,
+        Command::Audit {
+            action: Some(AuditCommand::Archive { before, to }),
+            ..
+        } => cmd::audit_verify::archive(ctx, store, &before, &to, out).await,
+        Command::Audit {
+            action: None,
+            bottle,
+            host,
+            json,
+            filter,
+        } => cmd::audit::run(ctx, store, host, bottle, json, filter, out).await,
     }
 }

@@ -11,9 +11,12 @@
 //! operators and [`sessions`] signs them in.
 
 mod allowed;
+mod archive;
+mod audit_filter;
 mod backend;
 mod backup;
 mod bottles;
+mod chain;
 mod changes;
 mod decisions;
 mod egress;
@@ -38,6 +41,7 @@ mod sessions;
 mod task_rows;
 mod tasks;
 mod trail;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,11 +52,14 @@ use sqlx::{Any, AnyConnection, AnyPool, Connection};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use tracing::instrument;
 
+pub use archive::{ARCHIVE_VERSION, ArchiveCheck, Archived, verify_archive};
+pub use audit_filter::{AuditFilter, EVENT_SCHEMA_VERSION};
 pub use backend::{Backend, Location};
 pub use changes::Changes;
 pub use follow::{Follow, Woken};
 pub use gate_installs::GateInstall;
 pub use queue::PendingGroup;
+pub use verify::{Checkpoint, TrailBreak, TrailCheck};
 
 use crate::error::{StoreError, StoreResult};
 
@@ -313,6 +320,7 @@ impl Store {
         }
         let pool = backend::connect(&location, &options).await?;
         schema::migrate(&pool, location.backend()).await?;
+        verify::hash_older_rows(&pool, location.backend()).await?;
         let host = schema::settle_host(&pool, location.backend(), options.host.as_deref()).await?;
         let identity = match &location {
             Location::File(file) => {

@@ -164,6 +164,9 @@ pub enum StoreError {
     /// now): nothing of the old generation is served to it. Look the address up again.
     #[error("bottle #{0} has been removed; its address may now belong to another bottle")]
     BottleGone(BottleId),
+    /// `audit archive` refused, or its file could not be written or read.
+    #[error("archive: {0}")]
+    Archive(String),
 }
 
 fn by_when(by: &Option<String>, at: &Option<Timestamp>) -> String {

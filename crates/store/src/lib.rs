@@ -34,9 +34,10 @@ pub mod present;
 pub mod text;
 
 pub use db::{
-    Backend, Changes, Follow, GateInstall, Location, PendingGroup, ProposalLimits, SESSION_IDLE,
-    SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, WriteObserver,
-    default_host,
+    ARCHIVE_VERSION, ArchiveCheck, Archived, AuditFilter, Backend, Changes, Checkpoint,
+    EVENT_SCHEMA_VERSION, Follow, GateInstall, Location, PendingGroup, ProposalLimits,
+    SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, TrailBreak,
+    TrailCheck, Woken, WriteObserver, default_host, verify_archive,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

@@ -2,6 +2,7 @@
 //! and returns an error that `main` turns into exit code 1 with one line on stderr.
 
 pub mod audit;
+pub mod audit_verify;
 pub mod backup;
 pub mod bottle;
 pub mod check;

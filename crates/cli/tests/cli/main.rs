@@ -17,6 +17,7 @@ mod db_file;
 mod decide;
 mod doctor;
 mod egress;
+mod evidence;
 mod flags;
 mod fleet;
 mod gate;

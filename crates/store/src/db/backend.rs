@@ -139,6 +139,24 @@ impl Backend {
         }
     }
 
+    /// Lets rows leave the trail (and rows older than the chain be hashed) until
+    /// [`Backend::relock_trail`] or the end of the transaction: the append-only triggers
+    /// consult it. Only `audit archive` and the hashing at open run it.
+    pub(super) fn unlock_trail(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "INSERT INTO trail_unlock (id) VALUES (1)",
+            Backend::Postgres => "SET LOCAL supervise.trail_unlock = 'on'",
+        }
+    }
+
+    /// Puts the append-only triggers back in force, before the transaction commits.
+    pub(super) fn relock_trail(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "DELETE FROM trail_unlock",
+            Backend::Postgres => "SET LOCAL supervise.trail_unlock = 'off'",
+        }
+    }
+
     /// Starts a read transaction: one snapshot for all its statements.
     pub(super) fn begin_read(self) -> &'static str {
         match self {

@@ -1,12 +1,14 @@
-//! Appending to the audit trail: the one insert into `events`, who an actor is, and the
-//! rule that keeps repeats from flooding it.
+//! Appending to the audit trail: the one insert into `events`, each row chained to the one
+//! before by its hash ([`chain`]), who an actor is, and the rule that keeps repeats from
+//! flooding it.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use sqlx::AnyConnection;
 
-use super::multirow::{CHUNKS, Insert, insert_chunked, rows_sql};
+use super::chain;
+use super::multirow::{CHUNKS, Insert, chunks, rows_sql};
 use crate::model::{Actor, BottleId, EventKind, Kind, Proposal, Timestamp, Via};
 
 /// One audit event to append.
@@ -41,16 +43,32 @@ impl<'a> NewEvent<'a> {
 }
 
 const EVENT_INSERT: &str = "INSERT INTO events (at, event, actor, via, bottle_id, proposal_id, \
-    grant_id, kind, change, note) VALUES ";
-const EVENT_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    grant_id, kind, change, note, hash) SELECT * FROM (VALUES ";
+/// One row; the bottle id is cast so PostgreSQL types a NULL in `VALUES` as the column's.
+const EVENT_ROW: &str = "(?, ?, ?, ?, CAST(? AS BIGINT), ?, ?, ?, ?, ?, ?)";
+const EVENT_ROW_PARAMS: usize = 11;
 
-/// The insert of one event, and of each chunk size of [`record_many`].
-static ONE: LazyLock<String> = LazyLock::new(|| rows_sql(EVENT_INSERT, EVENT_ROW, 1, 1, ""));
-static MANY: LazyLock<[String; 4]> =
-    LazyLock::new(|| CHUNKS.map(|n| rows_sql(EVENT_INSERT, EVENT_ROW, n, 1, "")));
+/// The chain's tail: the newest row's hash, or the genesis while the trail is empty.
+const TAIL: &str = "(SELECT COALESCE((SELECT hash FROM events ORDER BY seq DESC LIMIT 1), \
+    (SELECT hash FROM trail_genesis)))";
 
-/// Binds one event's row.
-fn bind<'q>(q: Insert<'q>, at: &Timestamp, ev: &NewEvent<'_>) -> Insert<'q> {
+/// The insert of each chunk size: the rows go in only if the chain's tail is still the
+/// hash they were chained from (the last parameter), checked in the same statement.
+static MANY: LazyLock<[String; 4]> = LazyLock::new(|| {
+    CHUNKS.map(|n| {
+        let tail = format!(") AS v WHERE {TAIL} = ${}", n * EVENT_ROW_PARAMS + 1);
+        rows_sql(EVENT_INSERT, EVENT_ROW, n, 1, &tail)
+    })
+});
+
+/// The tail this process last appended to: a hint that saves reading the tail before
+/// each append. Each insert checks it against the database in the same statement, so a
+/// stale hint (another process appended, a transaction rolled back, another database)
+/// costs one extra read and never a wrong link.
+static TAIL_HINT: Mutex<Option<String>> = Mutex::new(None);
+
+/// Binds one event's row and its hash.
+fn bind<'q>(q: Insert<'q>, at: &Timestamp, ev: &NewEvent<'_>, hash: &str) -> Insert<'q> {
     q.bind(at.as_str())
         .bind(ev.event.as_str())
         .bind(ev.actor)
@@ -61,6 +79,33 @@ fn bind<'q>(q: Insert<'q>, at: &Timestamp, ev: &NewEvent<'_>) -> Insert<'q> {
         .bind(ev.kind.map(Kind::as_str))
         .bind(ev.change)
         .bind(ev.note)
+        .bind(hash.to_string())
+}
+
+/// The event's link in the chain after `prev`.
+fn link_of(prev: &str, at: &Timestamp, ev: &NewEvent<'_>) -> String {
+    chain::link(
+        prev,
+        &chain::Link {
+            at: at.as_str(),
+            event: ev.event.as_str(),
+            actor: ev.actor,
+            via: ev.via.map(Via::as_str),
+            bottle_id: ev.bottle_id.map(BottleId::get),
+            proposal_id: ev.proposal_id,
+            grant_id: ev.grant_id,
+            kind: ev.kind.map(Kind::as_str),
+            change: ev.change,
+            note: ev.note,
+        },
+    )
+}
+
+/// Reads the chain's tail (inside the caller's write transaction).
+pub(super) async fn tail(conn: &mut AnyConnection) -> sqlx::Result<String> {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT {TAIL}")))
+        .fetch_one(&mut *conn)
+        .await
 }
 
 /// Appends one event inside the caller's transaction.
@@ -69,22 +114,72 @@ pub(super) async fn record(
     at: &Timestamp,
     ev: NewEvent<'_>,
 ) -> sqlx::Result<()> {
-    bind(sqlx::query(ONE.as_str()), at, &ev)
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
+    record_many(conn, at, std::slice::from_ref(&ev)).await
 }
 
-/// Appends `events` in their order inside the caller's transaction, as [`record`] would one
-/// by one, in a few multi-row statements (a batch's `proposed` events).
+/// Appends `events` in their order inside the caller's transaction, each chained to the
+/// one before, in a few multi-row statements (a batch's `proposed` events). Every event of
+/// the store is appended here.
 pub(super) async fn record_many(
     conn: &mut AnyConnection,
     at: &Timestamp,
     events: &[NewEvent<'_>],
 ) -> sqlx::Result<()> {
-    insert_chunked(conn, &MANY, events, |q, ev| bind(q, at, ev)).await
+    if events.is_empty() {
+        return Ok(());
+    }
+    let hint = TAIL_HINT.lock().expect("not poisoned").clone();
+    let prev = match hint {
+        Some(prev) => prev,
+        None => tail(conn).await?,
+    };
+    let last = match append(conn, at, events, prev).await? {
+        Some(last) => last,
+        None => {
+            let prev = tail(conn).await?;
+            append(conn, at, events, prev).await?.ok_or_else(|| {
+                sqlx::Error::Protocol("the trail's tail moved under the write lock".into())
+            })?
+        }
+    };
+    *TAIL_HINT.lock().expect("not poisoned") = Some(last);
+    Ok(())
 }
 
+/// Appends `events` chained from `prev`, returning the new tail, or `None` (nothing
+/// written) when `prev` is not the tail.
+async fn append(
+    conn: &mut AnyConnection,
+    at: &Timestamp,
+    events: &[NewEvent<'_>],
+    mut prev: String,
+) -> sqlx::Result<Option<String>> {
+    let mut expect = prev.clone();
+    let mut hashes = Vec::with_capacity(events.len());
+    for ev in events {
+        let h = link_of(&prev, at, ev);
+        hashes.push(h.clone());
+        prev = h;
+    }
+    let mut from = 0;
+    for (i, n) in chunks(events.len()) {
+        let q = (from..from + n).fold(sqlx::query(MANY[i].as_str()), |q, k| {
+            bind(q, at, &events[k], &hashes[k])
+        });
+        let done = q.bind(expect).execute(&mut *conn).await?.rows_affected();
+        if done != n as u64 {
+            if from == 0 {
+                return Ok(None);
+            }
+            return Err(sqlx::Error::Protocol(
+                "the trail's tail moved under the write lock".into(),
+            ));
+        }
+        from += n;
+        expect = hashes[from - 1].clone();
+    }
+    Ok(Some(prev))
+}
 /// Records that a decided (or expired) proposal's outcome was delivered, by `actor`: the
 /// agent that took it, or the gate that used it. The change is the decision's, the note the
 /// outcome.

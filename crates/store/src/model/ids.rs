@@ -146,6 +146,19 @@ impl Timestamp {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A time an operator typed: RFC 3339 with any offset (`2026-12-01T08:00:00+01:00`),
+    /// or a date (`2026-12-01`, its midnight UTC).
+    pub fn parse_given(text: &str) -> Option<Timestamp> {
+        use time::format_description::well_known::Rfc3339;
+        if let Ok(t) = OffsetDateTime::parse(text, &Rfc3339) {
+            return Some(Timestamp::from_time(t));
+        }
+        let date = time::macros::format_description!("[year]-[month]-[day]");
+        time::Date::parse(text, date)
+            .ok()
+            .map(|d| Timestamp::from_time(d.midnight().assume_utc()))
+    }
 }
 
 /// Parses the stored form: the format's `Z` is a literal, not an offset component, so parse

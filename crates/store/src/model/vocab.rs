@@ -147,6 +147,9 @@ vocabulary! {
         SignedIn = "signed-in",
         /// An operator's approval was counted toward a proposal's quorum ("1 of 2").
         ApprovalAdded = "approval-added",
+        /// `audit archive` moved the events before a time to a file; the row's note is
+        /// the checkpoint the rest of the chain starts from.
+        ArchivedTrail = "archived-trail",
     }
 }
 

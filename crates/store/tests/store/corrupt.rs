@@ -152,7 +152,8 @@ async fn bad_event_and_grant_rows_are_named() {
     );
     raw_sql(
         &db,
-        "INSERT INTO events (at, event, actor) VALUES ('not a time', 'bottle-added', 'system')",
+        "INSERT INTO events (at, event, actor, hash) \
+         VALUES ('not a time', 'bottle-added', 'system', 'hand-written')",
     )
     .await;
     let seq = store.last_seq().await.unwrap();

@@ -10,6 +10,7 @@ mod backup;
 mod bad_input;
 mod batch;
 mod busy;
+mod chain;
 mod concurrency;
 mod corrupt;
 mod crash;

@@ -645,8 +645,8 @@ async fn the_trail_stays_append_only_and_operators_are_never_deleted(db: TestDb)
         "UPDATE events SET via = 'console' WHERE event = 'operator-added'",
         "DELETE FROM events WHERE event = 'operator-removed'",
         "DELETE FROM operators",
-        "INSERT INTO events (at, event, actor) VALUES ('2026-01-01T00:00:00.000Z', 'operator-renamed', 'system')",
-        "INSERT INTO events (at, event, actor, via) VALUES ('2026-01-01T00:00:00.000Z', 'signed-in', 'system', 'telnet')",
+        "INSERT INTO events (at, event, actor, hash) VALUES ('2026-01-01T00:00:00.000Z', 'operator-renamed', 'system', 'h')",
+        "INSERT INTO events (at, event, actor, via, hash) VALUES ('2026-01-01T00:00:00.000Z', 'signed-in', 'system', 'telnet', 'h')",
         "INSERT INTO operators (name, role, created_at, created_by) VALUES ('x', 'root', '2026-01-01T00:00:00.000Z', 'system')",
     ] {
         assert!(
