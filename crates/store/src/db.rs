@@ -14,6 +14,7 @@ mod backend;
 mod bottles;
 mod changes;
 mod decisions;
+mod diffs;
 mod egress;
 mod feed;
 mod file;

@@ -45,4 +45,5 @@ pub use model::{
     SignInLink, SignInRefusal, Status, StatusFilter, Swept, Task, TaskRead, Timestamp, UnknownName,
     Verdict, Via,
 };
+pub use model::{DiffFile, Finding, PushCommit, PushDiff, mask_secret};
 pub use present::EventDoc;

@@ -373,6 +373,7 @@ fn the_bottle_sees_gate_proposals_and_a_polled_approval_still_pushes_once() {
                 new: new.clone(),
                 summary,
                 justification: "again".into(),
+                diff: None,
             }],
         ))
         .unwrap();
