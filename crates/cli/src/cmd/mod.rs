@@ -6,6 +6,7 @@ pub mod bottle;
 pub mod check;
 pub mod console;
 pub mod decide;
+pub mod diff;
 pub mod gate;
 pub mod list;
 pub mod operator;

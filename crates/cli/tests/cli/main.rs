@@ -18,6 +18,7 @@ mod egress;
 mod flags;
 mod fleet;
 mod gate;
+mod gate_content;
 mod grants;
 mod invocation;
 mod operator;
