@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{LazyLock, OnceLock};
 
+use aho_corasick::AhoCorasick;
 use regex::Regex;
 use serde::Deserialize;
 
@@ -115,11 +116,15 @@ impl Rule {
 struct Rules {
     global: Allowlist,
     rules: Vec<Rule>,
+    /// Every rule's keywords, case-insensitive, for one pass over a fragment.
+    keywords: AhoCorasick,
+    /// For each keyword pattern of `keywords`, the rule it belongs to.
+    keyword_rule: Vec<usize>,
 }
 
 static LOADED: LazyLock<Rules> = LazyLock::new(|| {
     let file: File = toml::from_str(RULES).expect("the vendored gitleaks rules parse");
-    let rules = file
+    let rules: Vec<Rule> = file
         .rules
         .into_iter()
         .filter_map(|r| {
@@ -135,9 +140,23 @@ static LOADED: LazyLock<Rules> = LazyLock::new(|| {
             })
         })
         .collect();
+    let mut patterns = Vec::new();
+    let mut keyword_rule = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        for k in &rule.keywords {
+            patterns.push(k.clone());
+            keyword_rule.push(i);
+        }
+    }
+    let keywords = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(&patterns)
+        .expect("the keywords build an automaton");
     Rules {
         global: Allowlist::new(&file.allowlist.unwrap_or_default()),
         rules,
+        keywords,
+        keyword_rule,
     }
 });
 
@@ -154,12 +173,12 @@ pub fn scan(path: &str, fragment: &str) -> Vec<Found> {
     if rules.global.paths.iter().any(|r| r.is_match(path)) {
         return Vec::new();
     }
-    let lower = fragment.to_lowercase();
+    let mut wanted: Vec<bool> = rules.rules.iter().map(|r| r.keywords.is_empty()).collect();
+    for m in rules.keywords.find_overlapping_iter(fragment) {
+        wanted[rules.keyword_rule[m.pattern().as_usize()]] = true;
+    }
     let mut out: Vec<Found> = Vec::new();
-    for rule in &rules.rules {
-        if !rule.keywords.is_empty() && !rule.keywords.iter().any(|k| lower.contains(k)) {
-            continue;
-        }
+    for (rule, _) in rules.rules.iter().zip(&wanted).filter(|(_, w)| **w) {
         if rule.path.as_ref().is_some_and(|p| !p.is_match(path)) {
             continue;
         }

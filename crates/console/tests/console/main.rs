@@ -12,5 +12,6 @@ mod browser;
 mod harness;
 mod hosts;
 mod limits;
+mod push_page;
 mod scope;
 mod security;
