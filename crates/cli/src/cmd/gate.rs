@@ -185,8 +185,7 @@ fn summarise(lines: &[Line]) -> Result<Vec<RefUpdate>> {
     let options = push_options();
     let mut updates = Vec::with_capacity(lines.len());
     for line in lines {
-        let mut summary =
-            push::summarise(&git, line).context("cannot read the pushed commits")?;
+        let mut summary = push::summarise(&git, line).context("cannot read the pushed commits")?;
         let content = push::content(&git, line).context("cannot read the pushed content")?;
         let diff = content.map(|c| {
             if !c.flags.is_empty() {

@@ -45,7 +45,9 @@ pub fn content(git: &Git, base: &str, new: &str, range: &[&str]) -> Result<Conte
     let mut found = Found::default();
     for (f, link) in diff.files.iter().zip(&links) {
         let target = match link {
-            Some(id) => Some(String::from_utf8_lossy(&git.bytes(&["cat-file", "blob", id])?).into_owned()),
+            Some(id) => {
+                Some(String::from_utf8_lossy(&git.bytes(&["cat-file", "blob", id])?).into_owned())
+            }
             None => None,
         };
         scan::file_flags(f, target.as_deref(), &mut found.findings);
@@ -130,7 +132,11 @@ fn files(git: &Git, base: &str, new: &str) -> Result<Files> {
             Some('T') => (Some(first.clone()), Some(first), "mode-change"),
             _ => (Some(first.clone()), Some(first), "modified"),
         };
-        let mode = mode_name(if new_mode == "000000" { old_mode } else { new_mode });
+        let mode = mode_name(if new_mode == "000000" {
+            old_mode
+        } else {
+            new_mode
+        });
         let old_name = mode_name(old_mode);
         out.push(DiffFile {
             old_path,
@@ -300,7 +306,11 @@ impl Stream<'_> {
                     if piece.trim().is_empty() {
                         continue;
                     }
-                    let with = if i == 0 { masked.clone() } else { "…".to_string() };
+                    let with = if i == 0 {
+                        masked.clone()
+                    } else {
+                        "…".to_string()
+                    };
                     text = text.replace(piece, &with);
                 }
                 self.found.findings.push(Finding {
@@ -322,7 +332,9 @@ impl Stream<'_> {
             self.kept += text.len();
         } else {
             // Whole lines only, so a masked secret is never cut into a longer prefix.
-            let cut = text[..floor_char(&text, room)].rfind('\n').map_or(0, |i| i + 1);
+            let cut = text[..floor_char(&text, room)]
+                .rfind('\n')
+                .map_or(0, |i| i + 1);
             f.patch.push_str(&text[..cut]);
             self.kept += cut;
             f.truncated = true;

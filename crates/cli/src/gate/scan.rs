@@ -54,7 +54,10 @@ fn push(out: &mut Vec<Finding>, flag: Flag, path: &str, rule: String) {
 pub fn file_flags(f: &DiffFile, target: Option<&str>, out: &mut Vec<Finding>) {
     let path = f.path();
     if f.status != "deleted" {
-        let newly = f.status == "added" || f.old_mode.as_deref().is_some_and(|m| !m.starts_with("executable"));
+        let newly = f.status == "added"
+            || f.old_mode
+                .as_deref()
+                .is_some_and(|m| !m.starts_with("executable"));
         if f.mode == "executable" && newly {
             push(out, Flag::ExecutableAdded, path, "executable file".into());
         }
@@ -65,11 +68,17 @@ pub fn file_flags(f: &DiffFile, target: Option<&str>, out: &mut Vec<Finding>) {
                 out,
                 Flag::ExecutableAdded,
                 path,
-                format!("symlink to {}", target.chars().take(200).collect::<String>()),
+                format!(
+                    "symlink to {}",
+                    target.chars().take(200).collect::<String>()
+                ),
             );
         }
     }
-    for p in [f.old_path.as_deref(), f.new_path.as_deref()].into_iter().flatten() {
+    for p in [f.old_path.as_deref(), f.new_path.as_deref()]
+        .into_iter()
+        .flatten()
+    {
         if is_ci(p) {
             push(out, Flag::CiConfig, p, "CI definition".into());
             break;
@@ -118,7 +127,10 @@ pub fn fragment_flags(path: &str, fragment: &str, out: &mut Vec<Finding>) {
     };
     for caps in regex.captures_iter(fragment) {
         let script = caps.get(1).map_or("", |m| m.as_str());
-        if !out.iter().any(|f| f.flag == Flag::InstallScript.as_str() && f.path == path && f.rule == script) {
+        if !out
+            .iter()
+            .any(|f| f.flag == Flag::InstallScript.as_str() && f.path == path && f.rule == script)
+        {
             push(out, Flag::InstallScript, path, script.to_string());
         }
     }
@@ -142,7 +154,11 @@ mod tests {
     #[test]
     fn lifecycle_scripts_in_package_json_are_install_scripts() {
         let mut out = Vec::new();
-        fragment_flags("package.json", "  \"postinstall\": \"sh postinstall.sh\",\n", &mut out);
+        fragment_flags(
+            "package.json",
+            "  \"postinstall\": \"sh postinstall.sh\",\n",
+            &mut out,
+        );
         fragment_flags("lib/package.json", "\"test\": \"jest\"\n", &mut out);
         fragment_flags("notes.json", "\"postinstall\": \"x\"\n", &mut out);
         assert_eq!(out.len(), 1);

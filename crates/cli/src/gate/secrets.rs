@@ -187,7 +187,12 @@ pub fn scan(path: &str, fragment: &str) -> Vec<Found> {
             let whole = caps.get(0).map_or("", |m| m.as_str());
             let secret = match rule.secret_group {
                 Some(n) => caps.get(n).map(|m| m.as_str()),
-                None => caps.iter().skip(1).flatten().map(|m| m.as_str()).find(|s| !s.is_empty()),
+                None => caps
+                    .iter()
+                    .skip(1)
+                    .flatten()
+                    .map(|m| m.as_str())
+                    .find(|s| !s.is_empty()),
             }
             .unwrap_or(whole)
             .trim();
@@ -200,7 +205,10 @@ pub fn scan(path: &str, fragment: &str) -> Vec<Found> {
             let start = caps.get(0).map_or(0, |m| m.start());
             let line = line_at(fragment, start);
             if rules.global.allows(path, secret, whole, line)
-                || rule.allowlists.iter().any(|a| a.allows(path, secret, whole, line))
+                || rule
+                    .allowlists
+                    .iter()
+                    .any(|a| a.allows(path, secret, whole, line))
             {
                 continue;
             }

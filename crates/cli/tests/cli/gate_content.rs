@@ -100,7 +100,10 @@ fn an_install_script_that_fetches_instance_credentials_is_recorded_and_flagged()
     ] {
         assert!(shown.contains(needle), "{needle:?} in {shown}");
     }
-    assert!(!shown.contains('\u{1b}'), "no colour off a terminal: {shown}");
+    assert!(
+        !shown.contains('\u{1b}'),
+        "no colour off a terminal: {shown}"
+    );
     let stat = g.env.ok(&["show", &id, "--diff", "--stat"]);
     assert!(stat.contains("postinstall.sh"), "{stat}");
     assert!(!stat.contains("+curl"), "{stat}");
@@ -128,7 +131,10 @@ fn a_pushed_cloud_key_is_flagged_and_stored_only_masked() {
     assert_eq!(finding["rule"], "aws-access-token");
     assert_eq!(finding["path"], "deploy.env");
     assert_eq!(finding["masked"], "AKIA…");
-    let patch = file(&doc, "deploy.env")["patch"].as_str().unwrap().to_string();
+    let patch = file(&doc, "deploy.env")["patch"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(patch.contains("+AWS_ACCESS_KEY_ID=AKIA…"), "{patch}");
 
     // The whole database, dumped by sqlite3: the key is nowhere in it.
@@ -141,8 +147,14 @@ fn a_pushed_cloud_key_is_flagged_and_stored_only_masked() {
     let dump = String::from_utf8_lossy(&dump.stdout);
     assert!(dump.contains("push_diffs"), "the dump has the diff table");
     assert!(dump.contains("AKIA…"), "the masked key is recorded");
-    assert!(!dump.contains(FAKE_AWS_KEY), "the whole key is in the database");
-    assert!(!dump.contains(&FAKE_AWS_KEY[4..]), "the key's tail is in the database");
+    assert!(
+        !dump.contains(FAKE_AWS_KEY),
+        "the whole key is in the database"
+    );
+    assert!(
+        !dump.contains(&FAKE_AWS_KEY[4..]),
+        "the key's tail is in the database"
+    );
 }
 
 #[test]
@@ -159,7 +171,11 @@ fn a_push_over_a_mebibyte_states_its_truncation_but_is_not_large_when_scanned_wh
     g.git(&["commit", "-q", "-m", "data"]);
     let id = printed_id(&g.push(&["origin", "HEAD:refs/heads/feature"]));
     let doc = g.env.json(&["show", &id, "--json"]);
-    assert_eq!(doc["diff"]["truncated"], true, "{}", doc["diff"]["truncated"]);
+    assert_eq!(
+        doc["diff"]["truncated"], true,
+        "{}",
+        doc["diff"]["truncated"]
+    );
     let files = doc["diff"]["files"].as_array().unwrap();
     assert_eq!(files.len(), 3);
     let mut kept = 0;
@@ -190,7 +206,11 @@ fn a_push_too_large_to_scan_whole_is_flagged_large_push() {
     g.git(&["commit", "-q", "-m", "big"]);
     let id = printed_id(&g.push(&["origin", "HEAD:refs/heads/feature"]));
     let doc = g.env.json(&["show", &id, "--json"]);
-    assert!(flags(&doc).contains(&"large-push".to_string()), "{}", doc["flags"]);
+    assert!(
+        flags(&doc).contains(&"large-push".to_string()),
+        "{}",
+        doc["flags"]
+    );
     assert_eq!(doc["change"]["summary"]["insertions"], 8448);
     assert_eq!(doc["diff"]["truncated"], true);
 }
@@ -262,10 +282,7 @@ fn a_push_under_a_grant_is_in_the_trail_and_in_the_grants_last_use() {
     let note = accepted["note"].as_str().unwrap();
     assert!(note.contains("grant"), "{note}");
     assert!(note.contains("ci-config"), "flags on the event: {note}");
-    assert!(
-        events.iter().any(|e| e["event"] == "grant-used"),
-        "{audit}"
-    );
+    assert!(events.iter().any(|e| e["event"] == "grant-used"), "{audit}");
     let policy = g.env.json(&["policy", "demo", "--json"]);
     assert!(!policy["grants"][0]["last_used_at"].is_null(), "{policy}");
     assert!(g.pending().is_empty());
@@ -286,7 +303,10 @@ fn an_approved_push_writes_push_accepted_naming_the_approval() {
         .find(|e| e["event"] == "push-accepted")
         .unwrap_or_else(|| panic!("{doc}"));
     assert!(
-        accepted["note"].as_str().unwrap().contains(&format!("approval {id}")),
+        accepted["note"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("approval {id}")),
         "{accepted}"
     );
     // The proposal has ended (its approval is used): its kept ref is gone.

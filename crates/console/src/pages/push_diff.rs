@@ -58,7 +58,11 @@ impl DiffView {
                         Some(m) => format!("{} {}", f.rule, m),
                         None => f.rule.clone(),
                     };
-                    (f.flag.clone(), view::untrusted(&f.path), view::untrusted(&what))
+                    (
+                        f.flag.clone(),
+                        view::untrusted(&f.path),
+                        view::untrusted(&what),
+                    )
                 })
                 .collect(),
             files: d.files.iter().map(file).collect(),

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use supervise_store::{
-    DiffFile, Finding, GateRef, PushCommit, PushDiff, Proposed, RefUpdate, Role,
+    DiffFile, Finding, GateRef, Proposed, PushCommit, PushDiff, RefUpdate, Role,
 };
 
 use crate::harness::Console;

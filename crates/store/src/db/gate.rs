@@ -8,9 +8,9 @@ use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::bottles::live_bottle_by_slug;
+use super::diffs::record_diff;
 use super::proposals::{prepare, propose_in};
 use super::rows::{GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
-use super::diffs::record_diff;
 use super::trail::{NewEvent, actor_bottle, record, record_delivered};
 use super::{Backend, Store};
 use crate::change;
