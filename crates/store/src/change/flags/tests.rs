@@ -334,10 +334,16 @@ fn a_push_summarys_content_flags_are_its_flags_and_a_secret_is_never_automatic()
         "kept in the fixed order"
     );
     let f = flags(Kind::GitPush, &c);
-    assert_eq!(names(&f), ["large-push", "secret-in-diff", "install-script"]);
+    assert_eq!(
+        names(&f),
+        ["large-push", "secret-in-diff", "install-script"]
+    );
     assert!(crate::change::never_automatic(&f));
     assert!(change(json!(["force-push"])).is_err(), "not a content flag");
-    assert!(change(json!(["ci-config", "ci-config"])).is_err(), "once each");
+    assert!(
+        change(json!(["ci-config", "ci-config"])).is_err(),
+        "once each"
+    );
     assert!(change(json!("ci-config")).is_err(), "a list");
     let none = change(json!([])).unwrap();
     assert!(none["summary"].get("content").is_none());
