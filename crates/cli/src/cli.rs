@@ -75,13 +75,21 @@ Examples:
     #[command(after_help = "\
 Examples:
   supervise show 019ad1e2
-  supervise show 019ad1e2-5c4b-7f3e-9a61-2b7c0e4d8f10 --json")]
+  supervise show 019ad1e2-5c4b-7f3e-9a61-2b7c0e4d8f10 --json
+  supervise show 019ad1e2 --diff
+  supervise show 019ad1e2 --diff --stat")]
     Show {
         /// Proposal id, or a unique prefix of one
         id: String,
         /// Print one JSON document instead of text
         #[arg(long)]
         json: bool,
+        /// For a push: the files and patches the gate recorded (through the pager when long)
+        #[arg(long, conflicts_with = "json")]
+        diff: bool,
+        /// With --diff: the file list only
+        #[arg(long, requires = "diff")]
+        stat: bool,
     },
 
     /// Approve a proposal as proposed (or every pending match with --bottle/--kind/--match)

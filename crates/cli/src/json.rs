@@ -100,6 +100,9 @@ pub struct ProposalDetail {
     pub proposal: ProposalView,
     /// The store's one event document each ([`EventDoc`]).
     pub events: Vec<EventDoc>,
+    /// For a push the gate filed: what it contains (`commits`, `files`, `truncated`,
+    /// `findings`); `null` otherwise.
+    pub diff: Option<supervise_store::PushDiff>,
 }
 
 /// `audit --json`.

@@ -194,7 +194,15 @@ async fn dispatch(
     match command {
         Command::List(args) if args.watch => cmd::watch::run(ctx, store, &args, out).await,
         Command::List(args) => cmd::list::run(ctx, store, &args, out).await,
-        Command::Show { id, json } => cmd::show::run(ctx, store, &id, json, out).await,
+        Command::Show {
+            id,
+            json,
+            diff,
+            stat,
+        } => {
+            let shown = cmd::show::Shown { json, diff, stat };
+            cmd::show::run(ctx, store, &id, shown, out).await
+        }
         Command::Approve {
             id,
             note,

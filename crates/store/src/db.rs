@@ -19,6 +19,7 @@ mod bottles;
 mod chain;
 mod changes;
 mod decisions;
+mod diffs;
 mod egress;
 mod egress_memo;
 mod feed;

@@ -47,4 +47,5 @@ pub use model::{
     Secret, Session, SignInLink, SignInRefusal, Status, StatusFilter, Swept, Task, TaskRead,
     Timestamp, UnknownName, Verdict, Via,
 };
+pub use model::{DiffFile, Finding, PushCommit, PushDiff, mask_secret};
 pub use present::EventDoc;

@@ -4,6 +4,7 @@
 //! them stay private to `db/rows.rs`. Nothing here depends on another module of the crate
 //! but [`crate::glob`] (an operator's bottle scope).
 
+mod diff;
 mod egress;
 mod ids;
 mod operators;
@@ -13,6 +14,10 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
+pub use diff::{
+    DiffFile, Finding, MAX_DIFF_COMMITS, MAX_FILE_PATCH, MAX_PUSH_PATCH, PushCommit, PushDiff,
+    mask_secret,
+};
 pub use egress::{BottleRef, DenyReason, EgressDecision, HttpRequest};
 pub(crate) use ids::parse_time;
 pub use ids::{BottleId, GrantId, ProposalId, Timestamp};
@@ -315,6 +320,9 @@ pub struct RefUpdate {
     pub summary: Value,
     /// The pusher's `justification=` push option, or the newest commit's subject.
     pub justification: String,
+    /// What the push contains, recorded with the proposal filed for it (`None`: not
+    /// computed, e.g. a deletion).
+    pub diff: Option<PushDiff>,
 }
 
 /// What lets one ref update through, or what the gate did instead.

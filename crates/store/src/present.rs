@@ -44,13 +44,29 @@ impl Flag {
             Flag::Widened => "the operator's change grants more than the agent asked for",
             Flag::ForcePush => "a force push: the old commit is not an ancestor of the new one",
             Flag::RefDeletion => "the push deletes the ref",
-            Flag::LargePush => "over 100 commits or over 10,000 changed lines",
+            Flag::LargePush => {
+                "over 100 commits or over 10,000 changed lines, or too large for the gate to \
+                 scan whole"
+            }
             Flag::Observed => {
                 "filed by the egress proxy for a connection it refused, not by the agent"
             }
             Flag::SharedSuffix => {
                 "a wildcard over a shared hosting suffix (github.io, s3.amazonaws.com): every \
                  customer's sites under it"
+            }
+            Flag::SecretInDiff => {
+                "an added line looks like a secret (a private key, a cloud access key, a forge \
+                 or registry token)"
+            }
+            Flag::ExecutableAdded => {
+                "the push adds an executable file, makes a file executable, or adds a symlink \
+                 pointing outside the repository"
+            }
+            Flag::CiConfig => "the push changes a CI definition, which runs with CI's secrets",
+            Flag::InstallScript => {
+                "the push adds a package install script (preinstall, postinstall, prepare...), \
+                 which runs on every machine that installs the package"
             }
         }
     }

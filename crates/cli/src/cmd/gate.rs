@@ -14,6 +14,7 @@ use supervise_store::{GateRef, GateVerdict, Proposed, RefUpdate, Status, Store, 
 
 use super::Ctx;
 use crate::gate::git::{Git, push_options};
+use crate::gate::keep;
 use crate::gate::push::{self, Line};
 use crate::render;
 
@@ -147,12 +148,22 @@ pub async fn pre_receive(ctx: &Ctx, bottle: &str, remote: &str, grace: u64) -> R
         .read_to_string(&mut input)
         .context("push refused: cannot read the ref updates from git")?;
     let lines = push::parse_lines(&input)?;
+    if let Some(l) = lines.iter().find(|l| l.reference.starts_with(keep::PREFIX)) {
+        bail!(
+            "push refused: {} is where the gate keeps pushed objects for review; push to \
+             another ref",
+            render::one_line(&l.reference)
+        );
+    }
     // The database first: a missing one refuses before any git runs.
     let store = ctx.open().await.map_err(refusal)?;
     let verdict = match summarise(&lines) {
         Ok(updates) => decide(&store, bottle, remote, updates, grace).await,
         Err(e) => Err(e),
     };
+    if let Ok(v) = &verdict {
+        keep_objects(&store, &lines, v).await;
+    }
     store.close().await;
     let verdict = verdict.map_err(refusal)?;
     let err = std::io::stderr();
@@ -177,11 +188,49 @@ fn summarise(lines: &[Line]) -> Result<Vec<RefUpdate>> {
     let options = push_options();
     let mut updates = Vec::with_capacity(lines.len());
     for line in lines {
-        let summary = push::summarise(&git, line).context("cannot read the pushed commits")?;
+        let mut summary = push::summarise(&git, line).context("cannot read the pushed commits")?;
+        let content = push::content(&git, line).context("cannot read the pushed content")?;
+        let diff = content.map(|c| {
+            if !c.flags.is_empty() {
+                let names: Vec<&str> = c.flags.iter().map(|f| f.as_str()).collect();
+                summary["content"] = names.into();
+            }
+            c.diff
+        });
         let why = push::justification(&options, &summary, line);
-        updates.push(push::ref_update(line, summary, why));
+        updates.push(push::ref_update(line, summary, why, diff));
     }
     Ok(updates)
+}
+
+/// Keeps the objects of each update filed for review under `refs/supervise/ID`, and drops
+/// the refs of proposals that have ended. A failure here is told, not a refusal: the
+/// decision stands and the record is in the database.
+async fn keep_objects(store: &Store, lines: &[Line], verdict: &GateVerdict) {
+    let git = Git::default();
+    let mut kept = Vec::new();
+    for (line, r) in lines.iter().zip(&verdict.refs) {
+        if let GateRef::Proposed(Proposed::Created(p) | Proposed::Repeated(p)) = r
+            && !is_zero(&line.new)
+        {
+            kept.push(p.id.to_string());
+            if let Err(e) = keep::keep(&git, &p.id, &line.new) {
+                eprintln!("supervise gate: cannot keep the pushed objects: {e:#}");
+            }
+        }
+    }
+    let ended = match keep::kept() {
+        Ok(ids) => {
+            let ids: Vec<String> = ids.into_iter().filter(|i| !kept.contains(i)).collect();
+            store.ended_proposals(&ids).await.unwrap_or_default()
+        }
+        Err(_) => Vec::new(),
+    };
+    for id in ended {
+        if let Err(e) = keep::drop_ref(&id) {
+            eprintln!("supervise gate: cannot remove {}{id}: {e:#}", keep::PREFIX);
+        }
+    }
 }
 
 /// Asks the store; with a grace period, waits that long for decisions and asks again.

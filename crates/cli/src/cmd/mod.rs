@@ -9,6 +9,7 @@ pub mod check;
 pub mod console;
 pub mod decide;
 pub mod decide_line;
+pub mod diff;
 pub mod doctor;
 pub mod egress_helper;
 pub mod gate;

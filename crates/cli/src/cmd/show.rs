@@ -13,24 +13,53 @@ use crate::render::{self, Color};
 
 const INDENT: &str = "  ";
 
+/// What `show` prints: the block, JSON, or the recorded diff (`stat`: its file list).
+#[derive(Debug, Clone, Copy)]
+pub struct Shown {
+    pub json: bool,
+    pub diff: bool,
+    pub stat: bool,
+}
+
 pub async fn run(
     ctx: &Ctx,
     store: &Store,
     id: &str,
-    json: bool,
+    shown: Shown,
     out: &mut dyn Write,
 ) -> Result<()> {
     let (p, events) = store.show(id).await?;
-    if json {
+    let diff = store.push_diff(&p.id).await?;
+    if shown.json {
         let doc = ProposalDetail {
             proposal: ProposalView::from(&p),
             events: events.iter().map(Event::document).collect(),
+            diff,
         };
         return print_json(out, &doc);
+    }
+    if shown.diff {
+        let Some(diff) = diff else {
+            anyhow::bail!(
+                "proposal {} has no recorded diff (only pushes the gate filed have one)",
+                p.id
+            );
+        };
+        return super::diff::print(&super::diff::lines(ctx.style, &diff, shown.stat), out);
     }
     let grant = grant_line(store, &p, &events).await;
     for line in block(ctx, &p, &events, grant) {
         writeln!(out, "{line}")?;
+    }
+    if let Some(diff) = diff {
+        writeln!(
+            out,
+            "{}{} files recorded{}: supervise show {} --diff",
+            ctx.style.paint(Color::Bold, &format!("{:<14}", "diff")),
+            diff.files.len(),
+            if diff.truncated { " (patches cut)" } else { "" },
+            p.id
+        )?;
     }
     out.flush()?;
     Ok(())

@@ -55,6 +55,41 @@ impl Git {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// Starts git with its stdout piped, for output read as a stream.
+    pub fn spawn(&self, args: &[&str]) -> Result<std::process::Child> {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot run git {}", args.join(" ")))
+    }
+
+    /// Starts git with its stdin and stdout piped.
+    pub fn spawn_with_stdin(&self, args: &[&str]) -> Result<std::process::Child> {
+        self.command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot run git {}", args.join(" ")))
+    }
+
+    /// Runs git and returns its stdout as bytes (`-z` output, blobs).
+    pub fn bytes(&self, args: &[&str]) -> Result<Vec<u8>> {
+        let out = self
+            .command(args)
+            .output()
+            .with_context(|| format!("cannot run git {}", args.join(" ")))?;
+        if !out.status.success() {
+            bail!(
+                "git {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(out.stdout)
+    }
+
     /// Runs git for its exit status only: `Ok(true)` on 0, `Ok(false)` on 1.
     pub fn test(&self, args: &[&str]) -> Result<bool> {
         let out = self

@@ -114,6 +114,21 @@ pub fn summarise(git: &Git, line: &Line) -> Result<Value> {
     }))
 }
 
+/// What the update contains (commits, files, patches, content flags), for the record kept
+/// with its proposal; `None` for a deletion.
+pub fn content(git: &Git, line: &Line) -> Result<Option<super::diff::Content>> {
+    if is_zero(&line.new) {
+        return Ok(None);
+    }
+    let new = line.new.as_str();
+    let (base, range) = if is_zero(&line.old) {
+        (creation_base(git, new)?, vec![new, "--not", "--all"])
+    } else {
+        (line.old.clone(), vec![new, "--not", line.old.as_str()])
+    };
+    super::diff::content(git, &base, new, &range).map(Some)
+}
+
 /// What a new ref's diffstat is measured from: the parent of its oldest commit the
 /// repository lacks, or the empty tree when its whole history is new.
 fn creation_base(git: &Git, new: &str) -> Result<String> {
@@ -153,13 +168,19 @@ pub fn parse_shortstat(text: &str) -> (u64, u64, u64) {
 }
 
 /// The store's view of one update.
-pub fn ref_update(line: &Line, summary: Value, justification: String) -> RefUpdate {
+pub fn ref_update(
+    line: &Line,
+    summary: Value,
+    justification: String,
+    diff: Option<supervise_store::PushDiff>,
+) -> RefUpdate {
     RefUpdate {
         reference: line.reference.clone(),
         old: line.old.clone(),
         new: line.new.clone(),
         summary,
         justification,
+        diff,
     }
 }
 

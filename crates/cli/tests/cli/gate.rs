@@ -15,12 +15,12 @@ use supervise_store::{Delivery, Kind, RefUpdate};
 use crate::util::{Env, Run};
 
 /// A database with bottle `demo`, a bare gate repository and a working clone.
-struct Gate {
-    env: Env,
-    bare: PathBuf,
-    work: PathBuf,
-    home: PathBuf,
-    url: String,
+pub(crate) struct Gate {
+    pub(crate) env: Env,
+    pub(crate) bare: PathBuf,
+    pub(crate) work: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) url: String,
 }
 
 pub(crate) fn git_in(dir: &Path, home: &Path, args: &[&str]) -> Output {
@@ -41,7 +41,7 @@ pub(crate) fn git_in(dir: &Path, home: &Path, args: &[&str]) -> Output {
 }
 
 impl Gate {
-    fn new() -> Gate {
+    pub(crate) fn new() -> Gate {
         let env = Env::new();
         let root = env.dir.path().to_path_buf();
         let home = root.join("home");
@@ -74,30 +74,30 @@ impl Gate {
             .run(&[&["gate", "install", repo][..], args].concat())
     }
 
-    fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         ok(git_in(&self.work, &self.home, args))
     }
 
-    fn commit(&self, file: &str, subject: &str) -> String {
+    pub(crate) fn commit(&self, file: &str, subject: &str) -> String {
         std::fs::write(self.work.join(file), format!("{subject}\nline\n")).unwrap();
         self.git(&["add", file]);
         self.git(&["commit", "-q", "-m", subject]);
         self.head()
     }
 
-    fn head(&self) -> String {
+    pub(crate) fn head(&self) -> String {
         self.git(&["rev-parse", "HEAD"]).trim().to_string()
     }
 
     /// `git push` to the gate; the run's stderr carries the hook's `remote:` lines.
-    fn push(&self, args: &[&str]) -> Run {
+    pub(crate) fn push(&self, args: &[&str]) -> Run {
         let mut all = vec!["push"];
         all.extend_from_slice(args);
         Run::from(git_in(&self.work, &self.home, &all))
     }
 
     /// The commit a ref of the gate points at, if any.
-    fn gate_ref(&self, reference: &str) -> Option<String> {
+    pub(crate) fn gate_ref(&self, reference: &str) -> Option<String> {
         let out = git_in(
             &self.bare,
             &self.home,
@@ -108,14 +108,14 @@ impl Gate {
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
 
-    fn pending(&self) -> Vec<Value> {
+    pub(crate) fn pending(&self) -> Vec<Value> {
         self.env.json(&["list", "--json"])["proposals"]
             .as_array()
             .unwrap()
             .clone()
     }
 
-    fn all(&self) -> Vec<Value> {
+    pub(crate) fn all(&self) -> Vec<Value> {
         self.env.json(&["list", "--status", "all", "--json"])["proposals"]
             .as_array()
             .unwrap()
@@ -132,7 +132,7 @@ pub(crate) fn ok(out: Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-const ZERO: &str = "0000000000000000000000000000000000000000";
+pub(crate) const ZERO: &str = "0000000000000000000000000000000000000000";
 
 /// The proposal id the gate printed (`remote: supervise gate:   proposal ID`).
 pub(crate) fn printed_id(r: &Run) -> String {
@@ -143,7 +143,7 @@ pub(crate) fn printed_id(r: &Run) -> String {
         .unwrap_or_else(|| panic!("no proposal id in the push's stderr: {r:#?}"))
 }
 
-fn refused(r: &Run) {
+pub(crate) fn refused(r: &Run) {
     assert_ne!(r.code, 0, "the push should be refused: {r:#?}");
     assert!(r.stderr.contains("remote: supervise gate:"), "{r:#?}");
 }
@@ -373,6 +373,7 @@ fn the_bottle_sees_gate_proposals_and_a_polled_approval_still_pushes_once() {
                 new: new.clone(),
                 summary,
                 justification: "again".into(),
+                diff: None,
             }],
         ))
         .unwrap();

@@ -21,6 +21,7 @@ mod evidence;
 mod flags;
 mod fleet;
 mod gate;
+mod gate_content;
 mod grants;
 mod invocation;
 mod operator;

@@ -128,6 +128,8 @@ impl ProposalView {
 struct ProposalPage {
     chrome: Chrome,
     p: ProposalView,
+    /// A gate push's recorded content.
+    diff: Option<super::push_diff::DiffView>,
     may_decide: bool,
     notice: Option<String>,
     error: Option<String>,
@@ -153,9 +155,11 @@ async fn render(
     error: Option<String>,
 ) -> Result<Response, PageError> {
     let (p, events) = load(app, user, id).await?;
+    let diff = app.store().push_diff(&p.id).await?;
     let page = ProposalPage {
         chrome: Chrome::new(user, format!("Proposal {}", view::short_id(&p.id)), "queue"),
         p: ProposalView::of(&p, &events),
+        diff: diff.as_ref().map(super::push_diff::DiffView::of),
         may_decide: user.actor.may_decide(),
         notice,
         error,

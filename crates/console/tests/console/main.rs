@@ -14,6 +14,7 @@ mod harness;
 mod hosts;
 mod limits;
 mod prometheus;
+mod push_page;
 mod quorum;
 mod review;
 mod scope;

@@ -21,6 +21,7 @@ pub const NEVER_AUTOMATIC: &[Flag] = &[
     Flag::ForcePush,
     Flag::RefDeletion,
     Flag::DefaultBranch,
+    Flag::SecretInDiff,
 ];
 
 /// Whether no rule may approve a change with these flags (see [`NEVER_AUTOMATIC`]).
@@ -95,13 +96,33 @@ fn summary_flags(summary: &Value) -> Vec<Flag> {
     if yes("delete") {
         out.push(Flag::RefDeletion);
     }
+    let content: Vec<&str> = summary
+        .get("content")
+        .and_then(Value::as_array)
+        .map_or(Vec::new(), |a| a.iter().filter_map(Value::as_str).collect());
     if count("commits") > LARGE_PUSH_COMMITS
         || count("insertions").saturating_add(count("deletions")) > LARGE_PUSH_LINES
+        || content.contains(&Flag::LargePush.as_str())
     {
         out.push(Flag::LargePush);
     }
+    for flag in CONTENT_FLAGS {
+        if *flag != Flag::LargePush && content.contains(&flag.as_str()) {
+            out.push(*flag);
+        }
+    }
     out
 }
+
+/// The flags the gate computes from a push's content and hands over in its summary's
+/// `content` list (`large-push` there: the scan was cut short by a size limit).
+pub const CONTENT_FLAGS: &[Flag] = &[
+    Flag::SecretInDiff,
+    Flag::ExecutableAdded,
+    Flag::CiConfig,
+    Flag::InstallScript,
+    Flag::LargePush,
+];
 
 /// Flags for an operator's modified change: its own flags, plus `widened` when it carries a
 /// flag the proposed change did not, when its wildcard covers the proposed host, or when it

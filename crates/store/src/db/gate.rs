@@ -8,14 +8,16 @@ use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::bottles::live_bottle_by_slug;
+use super::diffs::record_diff;
 use super::proposals::{prepare, propose_in};
 use super::rows::{GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
-use super::trail::record_delivered;
+use super::trail::{NewEvent, actor_bottle, record, record_delivered};
 use super::{Backend, Store};
 use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    BottleId, GateRef, GateVerdict, Grant, Kind, NewProposal, Proposal, RefUpdate, Timestamp,
+    Bottle, BottleId, EventKind, GateRef, GateVerdict, Grant, Kind, NewProposal, Proposal,
+    Proposed, RefUpdate, Timestamp,
 };
 
 /// The actor of what the gate does: using an approval for a push.
@@ -49,14 +51,20 @@ impl Store {
                          "summary": u.summary }),
             )?;
             let covered = covered(self.backend(), w.conn(), bottle.id, &change, &now).await?;
-            items.push((change, u.justification, covered));
+            items.push((change, u.justification, covered, u.diff));
         }
-        let accepted = items.iter().all(|(_, _, c)| c.is_some());
+        let accepted = items.iter().all(|(_, _, c, _)| c.is_some());
         let mut refs = Vec::with_capacity(items.len());
-        for (change, justification, covered) in items {
+        for (change, justification, covered, diff) in items {
             refs.push(match covered {
                 Some(GateRef::Approved(p)) if accepted => {
-                    GateRef::Approved(use_approval(w.conn(), p, &now).await?)
+                    let p = use_approval(w.conn(), p, &now).await?;
+                    record_accepted(w.conn(), &now, &bottle, &change, Cover::Approval(&p)).await?;
+                    GateRef::Approved(p)
+                }
+                Some(GateRef::Granted(g)) if accepted => {
+                    record_accepted(w.conn(), &now, &bottle, &change, Cover::Grant(&g)).await?;
+                    GateRef::Granted(g)
                 }
                 Some(c) => c,
                 None => {
@@ -68,7 +76,14 @@ impl Store {
                         quorum: None,
                     })?;
                     match propose_in(w.conn(), &self.inner.limits, item, &now).await? {
-                        Ok(proposed) => GateRef::Proposed(proposed),
+                        Ok(proposed) => {
+                            if let (Proposed::Created(p) | Proposed::Repeated(p), Some(diff)) =
+                                (&proposed, &diff)
+                            {
+                                record_diff(w.conn(), &p.id, diff, &now).await?;
+                            }
+                            GateRef::Proposed(proposed)
+                        }
                         Err(e @ StoreError::PendingCapReached { .. }) => {
                             GateRef::Refused(e.to_string())
                         }
@@ -178,4 +193,60 @@ async fn use_approval(
     record_delivered(conn, now, &p, GATE).await?;
     p.archived_at.get_or_insert_with(|| now.clone());
     Ok(p)
+}
+
+/// What let an accepted update through.
+enum Cover<'a> {
+    Approval(&'a Proposal),
+    Grant(&'a Grant),
+}
+
+/// Records an accepted update: `push-accepted` (the update as its change; the note names
+/// what covered it and the content flags), and for a standing grant `grant-used`, so the
+/// grant's last use in `policy` is this push.
+async fn record_accepted(
+    conn: &mut AnyConnection,
+    now: &Timestamp,
+    bottle: &Bottle,
+    change: &Value,
+    cover: Cover<'_>,
+) -> StoreResult<()> {
+    let actor = actor_bottle(&bottle.slug);
+    let flags = change::flags(Kind::GitPush, change);
+    let (what, proposal_id, grant_id) = match cover {
+        Cover::Approval(p) => (
+            format!("approval {}", p.id),
+            p.id.to_string(),
+            p.decision
+                .as_ref()
+                .and_then(|d| d.grant_id.as_ref())
+                .map(ToString::to_string),
+        ),
+        Cover::Grant(g) => (
+            format!("grant {}", g.id),
+            g.proposal_id.to_string(),
+            Some(g.id.to_string()),
+        ),
+    };
+    let mut note = format!("accepted by {what}");
+    if !flags.is_empty() {
+        let names: Vec<&str> = flags.iter().map(|f| f.as_str()).collect();
+        note.push_str(&format!("; flags: {}", names.join(", ")));
+    }
+    let json = change.to_string();
+    let event = |kind, note| NewEvent {
+        bottle_id: Some(bottle.id),
+        proposal_id: Some(&proposal_id),
+        grant_id: grant_id.as_deref(),
+        kind: Some(Kind::GitPush),
+        change: Some(&json),
+        note,
+        ..NewEvent::new(kind, &actor)
+    };
+    record(conn, now, event(EventKind::PushAccepted, Some(&note))).await?;
+    if let Cover::Grant(_) = cover {
+        let reference = format!("{} {}", text(change, "ref"), text(change, "new"));
+        record(conn, now, event(EventKind::GrantUsed, Some(&reference))).await?;
+    }
+    Ok(())
 }

@@ -150,6 +150,9 @@ vocabulary! {
         /// `audit archive` moved the events before a time to a file; the row's note is
         /// the checkpoint the rest of the chain starts from.
         ArchivedTrail = "archived-trail",
+        /// The git gate let a ref update through: an approval or a standing grant covered
+        /// it (the change is the update, the note what covered it and its content flags).
+        PushAccepted = "push-accepted",
     }
 }
 
@@ -200,6 +203,16 @@ vocabulary! {
         /// list's private section: `*.github.io`, `*.s3.amazonaws.com`): it covers every
         /// customer's names, not one owner's.
         SharedSuffix = "shared-suffix",
+        /// An added line of a gate push matches a secret rule (gitleaks' rule set).
+        SecretInDiff = "secret-in-diff",
+        /// A gate push adds an executable file, makes one executable, or adds a symlink
+        /// that points outside the repository.
+        ExecutableAdded = "executable-added",
+        /// A gate push changes a CI definition (`.github/workflows/`, `.gitlab-ci.yml`, ...).
+        CiConfig = "ci-config",
+        /// A gate push adds a package lifecycle script (`preinstall`, `postinstall`,
+        /// `prepare`, ... in `package.json`).
+        InstallScript = "install-script",
     }
 }
 

@@ -17,6 +17,7 @@ fn update(reference: &str, new: char) -> RefUpdate {
         summary: json!({"commits": 1, "subjects": ["work"], "files_changed": 1,
             "insertions": 1, "deletions": 0, "force": false, "delete": false, "create": true}),
         justification: "work".into(),
+        diff: None,
     }
 }
 

@@ -315,6 +315,41 @@ fn gate_pushes_are_flagged_by_their_summary() {
 }
 
 #[test]
+fn a_push_summarys_content_flags_are_its_flags_and_a_secret_is_never_automatic() {
+    let old = "a".repeat(40);
+    let new = "b".repeat(40);
+    let change = |content: Value| {
+        crate::change::normalise(
+            Kind::GitPush,
+            &json!({"remote": "origin", "ref": "x", "old": old, "new": new,
+                "summary": {"commits": 1, "subjects": [], "files_changed": 1,
+                    "insertions": 1, "deletions": 0, "force": false, "delete": false,
+                    "create": false, "content": content}}),
+        )
+    };
+    let c = change(json!(["large-push", "install-script", "secret-in-diff"])).unwrap();
+    assert_eq!(
+        c["summary"]["content"],
+        json!(["secret-in-diff", "install-script", "large-push"]),
+        "kept in the fixed order"
+    );
+    let f = flags(Kind::GitPush, &c);
+    assert_eq!(
+        names(&f),
+        ["large-push", "secret-in-diff", "install-script"]
+    );
+    assert!(crate::change::never_automatic(&f));
+    assert!(change(json!(["force-push"])).is_err(), "not a content flag");
+    assert!(
+        change(json!(["ci-config", "ci-config"])).is_err(),
+        "once each"
+    );
+    assert!(change(json!("ci-config")).is_err(), "a list");
+    let none = change(json!([])).unwrap();
+    assert!(none["summary"].get("content").is_none());
+}
+
+#[test]
 fn widening_is_flagged() {
     let p = json!({"host": "api.a.com", "port": 443});
     assert_eq!(

@@ -81,7 +81,7 @@ pub(super) fn validate_summary(
     let known: Vec<&str> = COUNTS
         .iter()
         .chain(&BOOLS)
-        .chain(&["subjects"])
+        .chain(&["subjects", "content"])
         .copied()
         .collect();
     if let Some(extra) = obj.keys().find(|k| !known.contains(&k.as_str())) {
@@ -134,6 +134,26 @@ pub(super) fn validate_summary(
         kept.push(Value::from(s));
     }
     out.insert("subjects".into(), kept.into());
+    if let Some(raw) = obj.get("content") {
+        let names = raw
+            .as_array()
+            .ok_or_else(|| invalid(field, "has `content` that is not a list of flags"))?;
+        let mut content = Vec::with_capacity(names.len());
+        for flag in crate::change::CONTENT_FLAGS {
+            if names.iter().any(|n| n.as_str() == Some(flag.as_str())) {
+                content.push(Value::from(flag.as_str()));
+            }
+        }
+        if content.len() != names.len() {
+            return Err(invalid(
+                field,
+                "has `content` naming something that is not a content flag (once each)",
+            ));
+        }
+        if !content.is_empty() {
+            out.insert("content".into(), content.into());
+        }
+    }
     Ok(Value::Object(out))
 }
 
