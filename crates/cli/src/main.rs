@@ -19,7 +19,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand};
+use crate::cli::{
+    BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand, RulesCommand,
+};
 use crate::cmd::Ctx;
 use crate::cmd::decide::Action;
 use crate::render::Style;
@@ -100,6 +102,7 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
             grace,
         }) => cmd::gate::pre_receive(&ctx, &bottle, &remote, grace).await,
         Command::Console(args) => cmd::console::run(&ctx, args, out).await,
+        Command::Rules(RulesCommand::Check { file }) => cmd::rules::check(&file, out),
         Command::SquidAcl {
             propose_on_deny,
             record_use,
@@ -132,7 +135,8 @@ fn records_operator(command: &Command) -> bool {
             | OperatorCommand::Link { .. }
             | OperatorCommand::Token { .. }
             | OperatorCommand::Rm { .. },
-        ) => true,
+        )
+        | Command::Rules(RulesCommand::Set { .. }) => true,
         _ => false,
     }
 }
@@ -236,6 +240,16 @@ async fn dispatch(
         Command::Operator(OperatorCommand::Rm { name }) => {
             cmd::operator::remove(ctx, store, &name, out).await
         }
+        Command::Rules(RulesCommand::Set { file, .. }) => {
+            cmd::rules::set(ctx, store, file.as_deref(), out).await
+        }
+        Command::Rules(RulesCommand::Show { version, json }) => {
+            cmd::rules::show(ctx, store, version, json, out).await
+        }
+        Command::Rules(RulesCommand::Test { file, since, json }) => {
+            cmd::rules::test(ctx, store, &file, since, json, out).await
+        }
+        Command::Rules(RulesCommand::Check { .. }) => unreachable!("answered without a database"),
         Command::Bottle(BottleCommand::Add { .. })
         | Command::Completions { .. }
         | Command::Gate(_)

@@ -26,6 +26,7 @@ mod operators;
 mod pg;
 mod proposals;
 mod rows;
+mod rules;
 mod schema;
 mod secrets;
 mod sessions;
@@ -45,6 +46,7 @@ use tracing::instrument;
 pub use backend::{Backend, Location};
 pub use changes::Changes;
 pub use follow::{Follow, Woken};
+pub use rules::{InForce, RulesVersion, actor_rule, rules_sha256};
 
 use crate::error::{StoreError, StoreResult};
 
@@ -145,6 +147,8 @@ struct Inner {
     last_write: std::sync::Mutex<Option<WriteFailure>>,
     /// SQLite's change signal and the pending polls answered at it ([`fresh`]).
     fresh: Option<fresh::Fresh>,
+    /// The newest rules version read, and the rules it holds (`db/rules.rs`).
+    rules: std::sync::Mutex<Option<(i64, Option<Arc<rules::InForce>>)>>,
 }
 
 /// How long a write waits before trying a busy SQLite write lock again, by how long it has
@@ -298,6 +302,7 @@ impl Store {
                 last_write: std::sync::Mutex::new(None),
                 options,
                 fresh,
+                rules: std::sync::Mutex::new(None),
             }),
         })
     }

@@ -31,10 +31,11 @@ pub mod glob;
 pub mod model;
 pub mod paths;
 pub mod present;
+pub mod rules;
 pub mod text;
 
 pub use db::{
-    Backend, Changes, Follow, Location, ProposalLimits, SESSION_IDLE, SESSION_MAX,
+    Backend, Changes, Follow, InForce, Location, RulesVersion, actor_rule, rules_sha256, ProposalLimits, SESSION_IDLE, SESSION_MAX,
     SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, default_host,
 };
 pub use error::{StoreError, StoreResult};

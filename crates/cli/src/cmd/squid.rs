@@ -231,6 +231,10 @@ impl Helper {
                         Ok(Some(Proposed::AutoRejected(p))) => {
                             why.push_str(&format!("; rejected recently as proposal {}", p.id));
                         }
+                        Ok(Some(Proposed::Ruled(p))) => {
+                            let by = p.decision.as_ref().map_or("", |d| d.decided_by.as_str());
+                            why.push_str(&format!("; proposal {} {} by {by}", p.id, p.status));
+                        }
                         Ok(_) => {}
                         Err(e) => {
                             why.push_str(&format!("; could not file a proposal: {e}"));

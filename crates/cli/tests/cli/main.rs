@@ -23,4 +23,5 @@ mod invocation;
 mod operator;
 mod output;
 mod queue;
+mod rules;
 mod watch;

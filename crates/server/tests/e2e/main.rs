@@ -10,6 +10,7 @@ mod health;
 mod in_process;
 mod limits;
 mod protocol;
+mod rules;
 mod shutdown;
 mod tasks;
 mod tools;

@@ -337,8 +337,8 @@ fn not_pending(id: String, p: &Proposal) -> StoreError {
     }
 }
 
-/// Records the grant an approve or modify makes.
-async fn insert_grant(
+/// Records the grant an approve or modify (or a rule's permit) makes.
+pub(super) async fn insert_grant(
     conn: &mut AnyConnection,
     p: &Proposal,
     change: &str,

@@ -18,7 +18,7 @@ use tracing::instrument;
 use super::Store;
 use super::bottles::{live_bottle_by_ip, live_bottle_named};
 use super::file::Identity;
-use super::proposals::{prepare, propose_in};
+use super::proposals::{Filing, prepare, propose_in};
 use super::rows::{self, GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::{NewEvent, actor_bottle, record};
 use crate::change::{self, normalise_host};
@@ -186,7 +186,13 @@ impl Store {
         p.observed = true;
         let mut w = self.write().await?;
         let now = Timestamp::now();
-        let out = propose_in(w.conn(), &self.inner.limits, p, &now).await?;
+        let rules = self.in_force(w.conn()).await?;
+        let filing = Filing {
+            limits: &self.inner.limits,
+            rules: rules.as_deref(),
+            deliver: false,
+        };
+        let out = propose_in(w.conn(), &filing, p, &now).await?;
         w.commit().await?;
         out.map(Some)
     }

@@ -8,14 +8,15 @@ use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::bottles::live_bottle_by_slug;
-use super::proposals::{prepare, propose_in};
+use super::proposals::{Filing, prepare, propose_in};
 use super::rows::{GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::record_delivered;
 use super::{Backend, Store};
 use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    BottleId, GateRef, GateVerdict, Grant, Kind, NewProposal, Proposal, RefUpdate, Timestamp,
+    BottleId, GateRef, GateVerdict, Grant, Kind, NewProposal, Proposal, Proposed, RefUpdate,
+    Status, Timestamp,
 };
 
 /// The actor of what the gate does: using an approval for a push.
@@ -27,8 +28,10 @@ impl Store {
     /// one-shot approvals used (each proposal marked used, archived if the agent had not
     /// polled it, and a `delivered` event by `system:gate`). Otherwise nothing is used and
     /// each uncovered update is filed like any proposal of the bottle (identical undecided
-    /// ones count a hit, a rejection within the cooldown answers at once). An invalid update
-    /// refuses the whole push and writes nothing.
+    /// ones count a hit, a rejection within the cooldown answers at once). The rules in
+    /// force decide each filed update as they decide any proposal: an update a rule approves
+    /// counts as covered in this same push, one a rule rejects refuses it with the rule's
+    /// note. An invalid update refuses the whole push and writes nothing.
     #[instrument(skip(self, updates), fields(updates = updates.len()), err)]
     pub async fn gate_push(
         &self,
@@ -51,14 +54,17 @@ impl Store {
             let covered = covered(self.backend(), w.conn(), bottle.id, &change, &now).await?;
             items.push((change, u.justification, covered));
         }
-        let accepted = items.iter().all(|(_, _, c)| c.is_some());
-        let mut refs = Vec::with_capacity(items.len());
+        // Each uncovered update is filed first: a rule may approve it, covering it.
+        let rules = self.in_force(w.conn()).await?;
+        let filing = Filing {
+            limits: &self.inner.limits,
+            rules: rules.as_deref(),
+            deliver: false,
+        };
+        let mut decided = Vec::with_capacity(items.len());
         for (change, justification, covered) in items {
-            refs.push(match covered {
-                Some(GateRef::Approved(p)) if accepted => {
-                    GateRef::Approved(use_approval(w.conn(), p, &now).await?)
-                }
-                Some(c) => c,
+            decided.push(match covered {
+                Some(c) => (c, true),
                 None => {
                     let item = prepare(NewProposal {
                         bottle_id: bottle.id,
@@ -66,14 +72,27 @@ impl Store {
                         change,
                         justification,
                     })?;
-                    match propose_in(w.conn(), &self.inner.limits, item, &now).await? {
-                        Ok(proposed) => GateRef::Proposed(proposed),
+                    match propose_in(w.conn(), &filing, item, &now).await? {
+                        Ok(Proposed::Ruled(p)) if p.status == Status::Approved => {
+                            (GateRef::Approved(p), true)
+                        }
+                        Ok(proposed) => (GateRef::Proposed(proposed), false),
                         Err(e @ StoreError::PendingCapReached { .. }) => {
-                            GateRef::Refused(e.to_string())
+                            (GateRef::Refused(e.to_string()), false)
                         }
                         Err(e) => return Err(e),
                     }
                 }
+            });
+        }
+        let accepted = decided.iter().all(|(_, covered)| *covered);
+        let mut refs = Vec::with_capacity(decided.len());
+        for (r, _) in decided {
+            refs.push(match r {
+                GateRef::Approved(p) if accepted => {
+                    GateRef::Approved(use_approval(w.conn(), p, &now).await?)
+                }
+                other => other,
             });
         }
         w.commit().await?;

@@ -145,6 +145,10 @@ vocabulary! {
         OperatorRemoved = "operator-removed",
         /// An operator spent a sign-in link and began a console session.
         SignedIn = "signed-in",
+        /// An admin stored a new rules version (note: the version and its SHA-256).
+        RulesChanged = "rules-changed",
+        /// A shadow rule matched a filed proposal (note: what it would have decided).
+        RuleMatched = "rule-matched",
     }
 }
 

@@ -9,6 +9,7 @@ mod common;
 mod bad_input;
 mod batch;
 mod busy;
+mod cedar;
 mod concurrency;
 mod corrupt;
 mod crash;
