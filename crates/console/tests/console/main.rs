@@ -12,5 +12,6 @@ mod browser;
 mod harness;
 mod hosts;
 mod limits;
+mod rules;
 mod scope;
 mod security;

@@ -10,12 +10,13 @@ use sha2::{Digest, Sha256};
 use sqlx::AnyConnection;
 use tracing::instrument;
 
-use super::{Store, rows};
+use super::rows::{self, RULES_ACTOR};
+use super::Store;
 use super::decisions::insert_grant;
 use super::proposals::load_proposal;
 use super::trail::{NewEvent, actor_bottle, actor_of, record, record_delivered};
 use crate::error::{StoreError, StoreResult};
-use crate::model::{Actor, EventKind, Proposal, Status, Timestamp, Via};
+use crate::model::{Actor, EventKind, Proposal, Status, Timestamp};
 use crate::rules::{Evaluation, Facts, Outcome, RuleSet};
 
 /// One stored rules version.
@@ -203,14 +204,15 @@ pub(super) fn facts<'a>(p: &'a Proposal, now: &Timestamp) -> Facts<'a> {
     }
 }
 
-/// The actor of a rule's decision or match: `rules:ID`.
+/// The actor of a rule's decision or match: `rules:ID`. Its rows store no `via` (the
+/// columns' CHECK lists predate rules); they read back as `via: rules` (`rows::via_of`).
 pub fn actor_rule(id: &str) -> String {
-    format!("rules:{id}")
+    format!("{RULES_ACTOR}{id}")
 }
 
 /// Inside the filing transaction, after `p` was inserted pending: records each shadow
 /// match (`rule-matched`, what it would have decided) and applies an automatic outcome
-/// (the decision, its grant, its event, all by `rules:ID` via `rules`, noting the version
+/// (the decision, its grant, its event, all by `rules:ID`, read as via `rules`, noting the version
 /// and hash). With `deliver`, an automatic decision is also delivered (archived,
 /// `delivered`): the caller hands it to the agent on the same call. Returns the proposal
 /// as it now reads, and whether a rule decided it.
@@ -236,7 +238,6 @@ pub(super) async fn apply(
                 kind: Some(p.kind),
                 change: Some(&change_text),
                 note: Some(&note),
-                via: Some(Via::Rules),
                 ..NewEvent::new(EventKind::RuleMatched, &actor)
             },
         )
@@ -265,7 +266,7 @@ pub(super) async fn apply(
     .bind(status.as_str())
     .bind(now.as_str())
     .bind(&actor)
-    .bind(Via::Rules.as_str())
+    .bind(Option::<&str>::None)
     .bind(note.as_deref())
     .bind(granted)
     .bind(p.id.as_str())
@@ -289,7 +290,6 @@ pub(super) async fn apply(
             kind: Some(p.kind),
             change: granted,
             note: Some(&event_note),
-            via: Some(Via::Rules),
             ..NewEvent::new(event, &actor)
         },
     )
