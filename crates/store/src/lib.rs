@@ -35,8 +35,9 @@ pub mod rules;
 pub mod text;
 
 pub use db::{
-    Backend, Changes, Follow, InForce, Location, RulesVersion, actor_rule, rules_sha256, ProposalLimits, SESSION_IDLE, SESSION_MAX,
-    SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, default_host,
+    Backend, Changes, Follow, InForce, Location, ProposalLimits, RulesVersion, SESSION_IDLE,
+    SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, Woken, actor_rule,
+    default_host, rules_sha256,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

@@ -64,12 +64,7 @@ pub fn check(file: &Path, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-pub async fn set(
-    ctx: &Ctx,
-    store: &Store,
-    file: Option<&Path>,
-    out: &mut dyn Write,
-) -> Result<()> {
+pub async fn set(ctx: &Ctx, store: &Store, file: Option<&Path>, out: &mut dyn Write) -> Result<()> {
     let (text, count) = match file {
         Some(file) => {
             let (text, set) = parse(file)?;

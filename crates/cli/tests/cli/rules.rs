@@ -41,7 +41,10 @@ fn check_accepts_a_good_file_and_names_every_problem_of_a_bad_one() {
     assert_eq!(r.code, 1, "{r:#?}");
     assert!(r.stderr.contains("is not a valid rules file"), "{r:#?}");
     assert!(r.stderr.contains("needs an @id"), "{r:#?}");
-    assert!(r.stderr.contains("@grant(\"soon\") must be a duration"), "{r:#?}");
+    assert!(
+        r.stderr.contains("@grant(\"soon\") must be a duration"),
+        "{r:#?}"
+    );
     let typo = write(
         &env,
         "typo.cedar",
@@ -78,7 +81,10 @@ fn set_stores_versions_and_show_prints_them() {
     assert_eq!(doc["text"], GOOD);
     let out = env.ok(&["rules", "show"]);
     assert!(out.contains("rules v2 set by operator:tester"), "{out}");
-    assert!(out.contains("no rules: a human decides every proposal"), "{out}");
+    assert!(
+        out.contains("no rules: a human decides every proposal"),
+        "{out}"
+    );
     env.run(&["rules", "show", "--version", "9"])
         .assert_refused("no rules version 9");
     env.run(&["rules", "set"]).assert_usage();
@@ -90,20 +96,26 @@ fn test_counts_what_a_file_would_do_and_lists_each_disagreement() {
     let approved = env.egress("pastebin.com", 443);
     let alice = Actor::cli("alice");
     env.rt
-        .block_on(env.store.decide(&approved, Verdict::Approve, &alice, None, None))
+        .block_on(
+            env.store
+                .decide(&approved, Verdict::Approve, &alice, None, None),
+        )
         .unwrap();
     let rejected = env.egress("pypi.org", 443);
     env.rt
-        .block_on(env.store.decide(&rejected, Verdict::Reject, &alice, None, None))
+        .block_on(
+            env.store
+                .decide(&rejected, Verdict::Reject, &alice, None, None),
+        )
         .unwrap();
     env.egress("example.com", 443);
     let file = write(&env, "candidate.cedar", GOOD);
     let r = env.run(&["rules", "test", file.to_str().unwrap(), "--since", "1h"]);
     r.assert_ok();
     assert!(
-        r.stdout
-            .contains("3 proposals filed since ")
-            && r.stdout.contains(": 1 auto-approved, 1 auto-rejected, 1 left to a human"),
+        r.stdout.contains("3 proposals filed since ")
+            && r.stdout
+                .contains(": 1 auto-approved, 1 auto-rejected, 1 left to a human"),
         "{r:#?}"
     );
     assert!(r.stdout.contains("2 disagreements"), "{r:#?}");

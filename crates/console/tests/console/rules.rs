@@ -20,19 +20,29 @@ async fn the_audit_page_filters_automatic_decisions() {
     c.propose("demo", "pypi.org", 443, "deps").await;
     let by_hand = c.propose("demo", "human.example", 443, "docs").await;
     c.store
-        .decide(&by_hand.id, supervise_store::Verdict::Approve, &root(), None, None)
+        .decide(
+            &by_hand.id,
+            supervise_store::Verdict::Approve,
+            &root(),
+            None,
+            None,
+        )
         .await
         .unwrap();
-    let admin = c
-        .sign_in(&c.operator("ada", Role::Admin, &[]).await)
-        .await;
+    let admin = c.sign_in(&c.operator("ada", Role::Admin, &[]).await).await;
     let (status, page) = admin.get("/audit?via=rules").await;
     assert_eq!(status, 200);
-    assert!(page.contains("rules:pypi") && page.contains("pypi.org"), "{page}");
+    assert!(
+        page.contains("rules:pypi") && page.contains("pypi.org"),
+        "{page}"
+    );
     assert!(!page.contains("human.example"), "{page}");
     assert!(page.contains("rules (automatic)"), "{page}");
     let (_, page) = admin.get("/audit?operator=rules:").await;
-    assert!(page.contains("rules:pypi") && !page.contains("operator:root"), "{page}");
+    assert!(
+        page.contains("rules:pypi") && !page.contains("operator:root"),
+        "{page}"
+    );
     let (_, page) = admin.get("/audit?via=nonsense").await;
     assert!(page.contains("no way of deciding named"), "{page}");
 }

@@ -27,10 +27,7 @@ async fn a_rule_answers_propose_egress_on_the_same_call_naming_the_rule() {
     let server = Server::start(&["--grace", "0"]);
     let client = mcp(&server).await;
     let store = server.store().await;
-    store
-        .set_rules(RULES, &Actor::cli("olivia"))
-        .await
-        .unwrap();
+    store.set_rules(RULES, &Actor::cli("olivia")).await.unwrap();
 
     let r = call(
         &client,

@@ -10,8 +10,8 @@ mod batch;
 use batch::{NewRow, file_batch, insert_rows};
 
 use super::bottles::{live_generation, live_names};
-use super::rules::{InForce, apply, facts};
 use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
+use super::rules::{InForce, apply, facts};
 use super::trail::{
     NewEvent, SYSTEM, actor_bottle, hits_note, record, record_expired, repeat_is_due,
 };
@@ -422,7 +422,9 @@ pub(super) async fn propose_in(
         .rules
         .map(|r| (r, r.rules.evaluate(&facts(&row.proposal, now))));
     // A rule's decision leaves nothing pending, so the cap does not stop it.
-    let automatic = ruled.as_ref().is_some_and(|(_, e)| e.outcome.is_automatic());
+    let automatic = ruled
+        .as_ref()
+        .is_some_and(|(_, e)| e.outcome.is_automatic());
     if !automatic
         && let Some(limit) = limits.max_pending_per_bottle.filter(|&n| n > 0)
         && !has_room(conn, bottle_id, limit, now).await?

@@ -415,4 +415,3 @@ fn via_of(actor: &str, stored: Option<Via>) -> Option<Via> {
 
 /// The prefix of a rule's actor, `rules:ID` (`db/rules.rs`).
 pub(super) const RULES_ACTOR: &str = "rules:";
-

@@ -10,10 +10,10 @@ use sha2::{Digest, Sha256};
 use sqlx::AnyConnection;
 use tracing::instrument;
 
-use super::rows::{self, RULES_ACTOR};
 use super::Store;
 use super::decisions::insert_grant;
 use super::proposals::load_proposal;
+use super::rows::{self, RULES_ACTOR};
 use super::trail::{NewEvent, actor_bottle, actor_of, record, record_delivered};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{Actor, EventKind, Proposal, Status, Timestamp};
@@ -154,9 +154,10 @@ impl Store {
         &self,
         conn: &mut AnyConnection,
     ) -> StoreResult<Option<Arc<InForce>>> {
-        let newest: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM rules_versions")
-            .fetch_one(&mut *conn)
-            .await?;
+        let newest: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM rules_versions")
+                .fetch_one(&mut *conn)
+                .await?;
         let cached = |slot: &Option<(i64, Option<Arc<InForce>>)>| match slot {
             Some((v, set)) if *v == newest => Some(set.clone()),
             _ => None,

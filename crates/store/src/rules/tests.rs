@@ -109,9 +109,11 @@ permit (principal, action, resource);
     ] {
         assert!(err.contains(needle), "{needle:?} missing from:\n{err}");
     }
-    let err = RuleSet::parse(r#"@id("x") permit (principal, action, resource) when { resource.colour == "red" };"#)
-        .unwrap_err()
-        .to_string();
+    let err = RuleSet::parse(
+        r#"@id("x") permit (principal, action, resource) when { resource.colour == "red" };"#,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.starts_with("schema:"), "{err}");
     let err = RuleSet::parse("permit (principal").unwrap_err().to_string();
     assert!(err.starts_with("syntax:"), "{err}");

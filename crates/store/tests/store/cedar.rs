@@ -49,7 +49,10 @@ async fn a_permit_approves_at_filing_with_its_grant_and_provenance(db: TestDb) {
     let store = db.open().await;
     let b = bottle(&store, "demo", "127.0.0.1").await;
     let v = store.set_rules(RULES, &admin()).await.unwrap();
-    assert_eq!((v.version, v.sha256.as_str()), (1, rules_sha256(RULES).as_str()));
+    assert_eq!(
+        (v.version, v.sha256.as_str()),
+        (1, rules_sha256(RULES).as_str())
+    );
     let filed = store.propose(egress(&b, "pypi.org")).await.unwrap();
     let Proposed::Ruled(p) = filed else {
         panic!("expected a rule's decision, got {filed:?}")
@@ -66,7 +69,11 @@ async fn a_permit_approves_at_filing_with_its_grant_and_provenance(db: TestDb) {
     let kinds: Vec<_> = events.iter().map(|e| e.event).collect();
     assert_eq!(
         kinds,
-        [EventKind::Proposed, EventKind::Approved, EventKind::Delivered]
+        [
+            EventKind::Proposed,
+            EventKind::Approved,
+            EventKind::Delivered
+        ]
     );
     let approved = &events[1];
     assert_eq!(approved.actor, "rules:pypi");
@@ -101,7 +108,13 @@ async fn a_forbid_rejects_at_once_with_its_note(db: TestDb) {
         .find(|e| e.event == EventKind::Rejected)
         .unwrap();
     assert_eq!(rejected.actor, "rules:no-paste");
-    assert!(rejected.note.as_deref().unwrap().contains("rules v1 sha256:"));
+    assert!(
+        rejected
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("rules v1 sha256:")
+    );
 }
 on_both!(a_forbid_rejects_at_once_with_its_note);
 
@@ -176,14 +189,17 @@ async fn a_new_version_is_used_by_another_store_from_its_next_filing(db: TestDb)
         .map(|mut l| (l.remove(0), ()))
         .unwrap();
     server
-        .decide(&p.id, supervise_store::Verdict::Reject, &admin(), None, None)
+        .decide(
+            &p.id,
+            supervise_store::Verdict::Reject,
+            &admin(),
+            None,
+            None,
+        )
         .await
         .unwrap();
     cli.set_rules(RULES, &admin()).await.unwrap();
-    let filed = server
-        .propose(egress(&b, "pastebin.com"))
-        .await
-        .unwrap();
+    let filed = server.propose(egress(&b, "pastebin.com")).await.unwrap();
     assert!(
         matches!(&filed, Proposed::Ruled(p) if p.status == Status::Rejected),
         "{filed:?}"
@@ -197,7 +213,10 @@ async fn a_new_version_is_used_by_another_store_from_its_next_filing(db: TestDb)
     let shown = server.rules_version(Some(1)).await.unwrap().unwrap();
     assert_eq!(shown.text, RULES);
     assert_eq!(shown.set_by, "operator:alice");
-    assert_eq!(server.rules_version(None).await.unwrap().unwrap().version, 2);
+    assert_eq!(
+        server.rules_version(None).await.unwrap().unwrap().version,
+        2
+    );
 }
 on_both!(a_new_version_is_used_by_another_store_from_its_next_filing);
 
@@ -244,7 +263,10 @@ async fn a_gate_push_a_rule_approves_is_accepted_in_the_same_push(db: TestDb) {
     let GateRef::Approved(p) = &v.refs[0] else {
         panic!("expected the rule's approval, used: {v:?}")
     };
-    assert_eq!(p.decision.as_ref().unwrap().decided_by, "rules:feature-pushes");
+    assert_eq!(
+        p.decision.as_ref().unwrap().decided_by,
+        "rules:feature-pushes"
+    );
     let v = store
         .gate_push("demo", "origin", vec![update("refs/tags/v1")])
         .await

@@ -15,17 +15,17 @@ use std::sync::LazyLock;
 use sqlx::AnyConnection;
 
 use super::{FiledAs, Filing, Prepared, pending_count, propose_in};
-use crate::db::rules::{apply, facts};
-use crate::rules::Outcome;
 use crate::change;
 use crate::db::ProposalLimits;
 use crate::db::multirow::{CHUNKS, insert_chunked, rows_sql};
+use crate::db::rules::{apply, facts};
 use crate::db::task_rows::open_task_in;
 use crate::db::trail::{NewEvent, SYSTEM, actor_bottle, record_many};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     EventKind, Flag, Kind, Proposal, ProposalId, Proposed, Status, Task, Timestamp,
 };
+use crate::rules::Outcome;
 
 /// Sizes of the `IN` and `VALUES` lists of the lookups, padded up by repeating their last
 /// entry (a repeat changes no answer).
