@@ -136,7 +136,7 @@ impl RuleSet {
                 .collect();
             self.rules
                 .iter()
-                .filter(|r| ids.iter().any(|id| *id == r.id))
+                .filter(|r| ids.contains(&r.id))
                 .collect()
         };
         let never = change::never_automatic(facts.flags);
