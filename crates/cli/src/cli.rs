@@ -1,9 +1,10 @@
 //! The command line: every command, flag and help text (with an example per command).
 //! Parsing problems are clap's, so they exit with [`crate::exit::USAGE`]. The `operator`
-//! family is declared in [`operator`].
+//! family is declared in [`operator`], the `rules` family in [`rules`].
 
 pub mod audit;
 pub mod operator;
+pub mod rules;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use serde_json::{Map, Value};
 use supervise_store::{StatusFilter, clock};
 
 pub use operator::OperatorCommand;
+pub use rules::RulesCommand;
 
 use crate::config;
 use crate::render::ColorChoice;
@@ -183,6 +185,19 @@ Examples:
   supervise operator rm alice"
     )]
     Operator(OperatorCommand),
+
+    /// Operator rules in Cedar: decisions that need no human, and ones that need two
+    #[command(
+        subcommand,
+        after_help = "\
+Examples:
+  supervise rules check rules.cedar
+  supervise rules test rules.cedar --since 30d   # replay before setting
+  supervise rules set rules.cedar
+  supervise rules show --json
+  supervise rules set --empty                    # humans decide everything"
+    )]
+    Rules(RulesCommand),
 
     /// The grants in force for a bottle (or every bottle), with time left and last use
     #[command(after_help = "\

@@ -20,7 +20,9 @@ use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::audit::AuditCommand;
-use crate::cli::{BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand};
+use crate::cli::{
+    BottleCommand, CheckCommand, Cli, Command, GateCommand, OperatorCommand, RulesCommand,
+};
 use crate::cmd::Ctx;
 use crate::cmd::decide::{Action, Decide};
 use crate::render::Style;
@@ -136,6 +138,7 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
         Command::Doctor { json, proxy_user } => {
             cmd::doctor::run(&ctx, json, proxy_user.as_deref(), out).await
         }
+        Command::Rules(RulesCommand::Check { file }) => cmd::rules::check(&file, out),
         Command::SquidAcl {
             propose_on_deny,
             record_use,
@@ -180,7 +183,8 @@ fn records_operator(command: &Command) -> bool {
             | OperatorCommand::Link { .. }
             | OperatorCommand::Token { .. }
             | OperatorCommand::Rm { .. },
-        ) => true,
+        )
+        | Command::Rules(RulesCommand::Set { .. }) => true,
         _ => false,
     }
 }
@@ -309,6 +313,16 @@ async fn dispatch(
         Command::Operator(OperatorCommand::Rm { name }) => {
             cmd::operator::remove(ctx, store, &name, out).await
         }
+        Command::Rules(RulesCommand::Set { file, .. }) => {
+            cmd::rules::set(ctx, store, file.as_deref(), out).await
+        }
+        Command::Rules(RulesCommand::Show { version, json }) => {
+            cmd::rules::show(ctx, store, version, json, out).await
+        }
+        Command::Rules(RulesCommand::Test { file, since, json }) => {
+            cmd::rules::test(ctx, store, &file, since, json, out).await
+        }
+        Command::Rules(RulesCommand::Check { .. }) => unreachable!("answered without a database"),
         Command::Bottle(BottleCommand::Add { .. })
         | Command::Completions { .. }
         | Command::Gate(_)

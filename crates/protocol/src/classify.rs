@@ -7,6 +7,11 @@
 //! the rest are only checked for syntax and counted, so a 1 MiB array of 500 000 items
 //! costs 32 small values and one error, not 500 000 values and 500 000 answers.
 
+// An `ErrorResponse` carries a `serde_json::Value` id, which is larger with serde_json's
+// `preserve_order` (enabled in the build by cedar-policy); a refusal is answered at once,
+// so its size on the stack costs nothing worth a box.
+#![allow(clippy::result_large_err)]
+
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};

@@ -110,6 +110,8 @@ async fn file(
     };
     let p = match filed {
         Ok(Proposed::AutoRejected(p)) => return done(answer::auto_rejected(&p)),
+        // A rule decided it: the answer names the rule (`rules:ID`).
+        Ok(Proposed::Ruled(p)) => return done(answer::delivered(&p)),
         Ok(Proposed::Created(p)) => p,
         Ok(Proposed::Repeated(p)) => p,
         Err(StoreError::BottleGone(_)) => return Err(Stale),

@@ -36,6 +36,7 @@ mod proposals;
 mod queue;
 mod quorum;
 mod rows;
+mod rules;
 mod schema;
 mod secrets;
 mod sessions;
@@ -60,6 +61,7 @@ pub use changes::Changes;
 pub use follow::{Follow, Woken};
 pub use gate_installs::GateInstall;
 pub use queue::PendingGroup;
+pub use rules::{InForce, RulesVersion, actor_rule, rules_sha256};
 pub use verify::{Checkpoint, TrailBreak, TrailCheck};
 
 use crate::error::{StoreError, StoreResult};
@@ -161,6 +163,8 @@ struct Inner {
     last_write: std::sync::Mutex<Option<WriteFailure>>,
     /// SQLite's change signal and the pending polls answered at it ([`fresh`]).
     fresh: Option<fresh::Fresh>,
+    /// The newest rules version read, and the rules it holds (`db/rules.rs`).
+    rules: std::sync::Mutex<Option<(i64, Option<Arc<rules::InForce>>)>>,
     /// Bottles' egress state at the data version `fresh` read ([`egress_memo`]).
     egress_memo: egress_memo::Memo,
     /// Told how long each committed write took ([`Store::observe_writes`]).
@@ -345,6 +349,7 @@ impl Store {
                 fresh,
                 egress_memo: egress_memo::Memo::default(),
                 write_observer: std::sync::OnceLock::new(),
+                rules: std::sync::Mutex::new(None),
             }),
         })
     }

@@ -31,13 +31,15 @@ pub mod glob;
 pub mod model;
 pub mod paths;
 pub mod present;
+pub mod rules;
 pub mod text;
 
 pub use db::{
     ARCHIVE_VERSION, ArchiveCheck, Archived, AuditFilter, Backend, Changes, Checkpoint,
-    EVENT_SCHEMA_VERSION, Follow, GateInstall, Location, PendingGroup, ProposalLimits,
-    SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, TrailBreak,
-    TrailCheck, Woken, WriteObserver, default_host, verify_archive,
+    EVENT_SCHEMA_VERSION, Follow, GateInstall, InForce, Location, PendingGroup, ProposalLimits,
+    RulesVersion, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions,
+    TrailBreak, TrailCheck, Woken, WriteObserver, actor_rule, default_host, rules_sha256,
+    verify_archive,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

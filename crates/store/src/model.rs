@@ -141,20 +141,29 @@ pub enum Proposed {
     /// An identical change was rejected within the cooldown: the earlier rejected proposal
     /// is returned (its note is the answer), a hit counted on it, nothing queued.
     AutoRejected(Proposal),
+    /// A rule decided the new proposal at filing time (approved with its grant, or
+    /// rejected with the rule's note), by `rules:ID` via `rules`.
+    Ruled(Proposal),
 }
 
 impl Proposed {
     /// The proposal, whichever way it came.
     pub fn proposal(&self) -> &Proposal {
         match self {
-            Proposed::Created(p) | Proposed::Repeated(p) | Proposed::AutoRejected(p) => p,
+            Proposed::Created(p)
+            | Proposed::Repeated(p)
+            | Proposed::AutoRejected(p)
+            | Proposed::Ruled(p) => p,
         }
     }
 
     /// Moves the proposal out.
     pub fn into_proposal(self) -> Proposal {
         match self {
-            Proposed::Created(p) | Proposed::Repeated(p) | Proposed::AutoRejected(p) => p,
+            Proposed::Created(p)
+            | Proposed::Repeated(p)
+            | Proposed::AutoRejected(p)
+            | Proposed::Ruled(p) => p,
         }
     }
 }

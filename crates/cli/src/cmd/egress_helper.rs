@@ -183,6 +183,11 @@ impl Helper {
                             why.push_str(&format!("; rejected recently as proposal {}", p.id));
                             proposal_id = Some(p.id);
                         }
+                        Ok(Some(Proposed::Ruled(p))) => {
+                            let by = p.decision.as_ref().map_or("", |d| d.decided_by.as_str());
+                            why.push_str(&format!("; proposal {} {} by {by}", p.id, p.status));
+                            proposal_id = Some(p.id);
+                        }
                         Ok(_) => {}
                         Err(e) => {
                             why.push_str(&format!("; could not file a proposal: {e}"));

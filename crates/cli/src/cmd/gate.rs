@@ -306,7 +306,9 @@ fn tell(err: &mut dyn Write, lines: &[Line], remote: &str, verdict: &GateVerdict
                 err,
                 format!("{what}: covered, but not used: the rest of the push is refused"),
             )?,
-            GateRef::Proposed(Proposed::AutoRejected(p)) => {
+            GateRef::Proposed(Proposed::AutoRejected(p) | Proposed::Ruled(p))
+                if p.status == Status::Rejected =>
+            {
                 let d = p.decision.as_ref();
                 let by = d.map_or("an operator", |d| d.decided_by.as_str());
                 let note = d

@@ -17,6 +17,7 @@ pub mod list;
 pub mod operator;
 pub mod policy;
 pub mod queue;
+pub mod rules;
 pub mod show;
 pub mod squid;
 pub mod watch;

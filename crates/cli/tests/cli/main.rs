@@ -28,5 +28,6 @@ mod operator;
 mod output;
 mod queue;
 mod quorum;
+mod rules;
 mod running;
 mod watch;

@@ -1,4 +1,5 @@
-//! The audit trail, newest first, filtered by host, bottle, event, operator and time, and its
+//! The audit trail, newest first, filtered by host, bottle, event, operator, how it was
+//! decided (`via`: `rules` keeps the automatic decisions) and time, and its
 //! export as JSON lines (`?format=jsonl`, the same filters). An operator sees the events
 //! of the bottles in their scope; events of no bottle (operators, sign-ins) only admins.
 
@@ -7,7 +8,7 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use supervise_store::{Event, EventKind, Timestamp, clock, model};
+use supervise_store::{Event, EventKind, Timestamp, Via, clock, model};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -29,6 +30,9 @@ pub(crate) struct AuditQuery {
     event: String,
     #[serde(default)]
     operator: String,
+    /// `rules` (automatic decisions and shadow matches), `cli`, `console` or `gate`.
+    #[serde(default)]
+    via: String,
     #[serde(default)]
     since: String,
     #[serde(default)]
@@ -56,6 +60,7 @@ struct AuditPage {
     q: AuditQuery,
     hosts: view::HostFilter,
     event_names: Vec<&'static str>,
+    via_names: Vec<&'static str>,
     events: Vec<AuditEvent>,
     shown: usize,
     total: usize,
@@ -112,6 +117,16 @@ pub(crate) async fn page(
         },
     };
     let operator = q.operator.trim();
+    let via = match q.via.trim() {
+        "" => None,
+        name => match name.parse::<Via>() {
+            Ok(via) => Some(via),
+            Err(_) => {
+                error = Some(format!("no way of deciding named {name:?}"));
+                None
+            }
+        },
+    };
     let all = app.store().audit(None).await?;
     let seen: Vec<&Event> = all.iter().filter(|e| user.actor.sees_event(e)).collect();
     let hosts = view::HostFilter::new(seen.iter().filter_map(|e| e.host.as_deref()), &q.host);
@@ -121,8 +136,12 @@ pub(crate) async fn page(
         .filter(|e| named(e, q.bottle.trim()))
         .filter(|e| event.is_none_or(|k| e.event == k))
         .filter(|e| {
-            operator.is_empty() || e.actor == format!("operator:{operator}") || e.actor == operator
+            operator.is_empty()
+                || e.actor == format!("operator:{operator}")
+                || e.actor == operator
+                || (operator.ends_with(':') && e.actor.starts_with(operator))
         })
+        .filter(|e| via.is_none_or(|v| e.via == Some(v)))
         .filter(|e| since.is_none_or(|t| e.at.to_time() >= t))
         .filter(|e| until.is_none_or(|t| e.at.to_time() <= t))
         .collect();
@@ -166,6 +185,7 @@ pub(crate) async fn page(
         events,
         hosts,
         event_names: EventKind::ALL.iter().map(|k| k.as_str()).collect(),
+        via_names: Via::ALL.iter().map(|v| v.as_str()).collect(),
         export,
         q,
         error,
@@ -180,6 +200,7 @@ fn export_link(q: &AuditQuery) -> String {
         ("bottle", &q.bottle),
         ("event", &q.event),
         ("operator", &q.operator),
+        ("via", &q.via),
         ("since", &q.since),
         ("until", &q.until),
     ] {

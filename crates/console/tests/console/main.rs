@@ -17,5 +17,6 @@ mod prometheus;
 mod push_page;
 mod quorum;
 mod review;
+mod rules;
 mod scope;
 mod security;

@@ -11,6 +11,7 @@ mod in_process;
 mod limits;
 mod metrics;
 mod protocol;
+mod rules;
 mod settings;
 mod shutdown;
 mod tasks;

@@ -33,7 +33,9 @@ const PROPOSALS_LEAVING: &str = "SELECT p.id FROM proposals p WHERE p.archived_a
     AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.proposal_id = p.id \
         AND (g.ended_at IS NULL OR g.ended_at >= $1)) \
     AND NOT EXISTS (SELECT 1 FROM grants g JOIN events e ON e.grant_id = g.id \
-        WHERE g.proposal_id = p.id AND e.seq > $2)";
+        WHERE g.proposal_id = p.id AND e.seq > $2) \
+    AND NOT EXISTS (SELECT 1 FROM grants g JOIN proposals k ON k.kept_grant_id = g.id \
+        WHERE g.proposal_id = p.id AND k.id <> p.id)";
 
 /// What an archive wrote and removed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -236,6 +238,11 @@ impl Store {
             rows_out(conn, backend, "proposals", &leaving, b, through, &mut out).await?;
         let grants = rows_out(conn, backend, "grants", &of_leaving, b, through, &mut out).await?;
         let tasks = rows_out(conn, backend, "tasks", &of_leaving, b, through, &mut out).await?;
+        // A proposal's approvals and recorded push content leave with it (not counted in
+        // the checkpoint; the file's SHA-256 covers their lines).
+        for table in ["approvals", "push_diffs"] {
+            rows_out(conn, backend, table, &of_leaving, b, through, &mut out).await?;
+        }
         out.line(&json!({
             "schema_version": ARCHIVE_VERSION, "type": "checkpoint", "events": events,
             "proposals": proposals, "grants": grants, "tasks": tasks,
@@ -278,6 +285,8 @@ impl Store {
         // what names a leaving proposal goes (tasks, grants, events), then the proposals.
         for sql in [
             format!("DELETE FROM tasks WHERE {of_leaving}"),
+            format!("DELETE FROM approvals WHERE {of_leaving}"),
+            format!("DELETE FROM push_diffs WHERE {of_leaving}"),
             format!("DELETE FROM grants WHERE {of_leaving}"),
         ] {
             sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -374,6 +383,7 @@ pub fn verify_archive(path: &Path) -> StoreResult<ArchiveCheck> {
             ("proposal", _) => counts[0] += 1,
             ("grant", _) => counts[1] += 1,
             ("task", _) => counts[2] += 1,
+            ("approval", _) | ("push_diff", _) => {}
             ("checkpoint", Some(p)) => {
                 let digest = hex(&sha.clone().finalize());
                 let agrees = v["sha256"].as_str() == Some(digest.as_str())

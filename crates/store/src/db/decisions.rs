@@ -371,7 +371,6 @@ fn not_pending(id: String, p: &Proposal) -> StoreError {
     }
 }
 
-/// Records the grant an approve or modify makes.
 /// The grant an approval or modification stands on: the bottle's grant in force for exactly
 /// this change, kept, its end moved to the later of the two (`None`, until revoked, is the
 /// latest) and the proposal pointed at it; else a new grant. A gate push's approval is one
@@ -418,7 +417,8 @@ async fn grant_for_decision(
     insert_grant(conn, p, change, operator, now, grant_for).await
 }
 
-async fn insert_grant(
+/// Records the grant an approve or modify (or a rule's permit) makes.
+pub(super) async fn insert_grant(
     conn: &mut AnyConnection,
     p: &Proposal,
     change: &str,

@@ -20,7 +20,7 @@ use super::Store;
 use super::bottles::{live_bottle_by_ip, live_bottle_named};
 use super::egress_memo::{Key, Snapshot};
 use super::file::Identity;
-use super::proposals::{prepare, propose_in};
+use super::proposals::{Filing, prepare, propose_in};
 use super::rows::{self, GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::{NewEvent, actor_bottle, record};
 use crate::change::{self, normalise_host};
@@ -227,7 +227,13 @@ impl Store {
                 return Ok(None);
             }
         }
-        let out = propose_in(w.conn(), &self.inner.limits, p, &now).await?;
+        let rules = self.in_force(w.conn()).await?;
+        let filing = Filing {
+            limits: &self.inner.limits,
+            rules: rules.as_deref(),
+            deliver: false,
+        };
+        let out = propose_in(w.conn(), &filing, p, &now).await?;
         w.commit().await?;
         out.map(Some)
     }

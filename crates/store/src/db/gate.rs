@@ -9,7 +9,7 @@ use tracing::instrument;
 
 use super::bottles::live_bottle_by_slug;
 use super::diffs::record_diff;
-use super::proposals::{prepare, propose_in};
+use super::proposals::{Filing, prepare, propose_in};
 use super::rows::{GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::{NewEvent, actor_bottle, record, record_delivered};
 use super::{Backend, Store};
@@ -17,7 +17,7 @@ use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     Bottle, BottleId, EventKind, GateRef, GateVerdict, Grant, Kind, NewProposal, Proposal,
-    Proposed, RefUpdate, Timestamp,
+    Proposed, RefUpdate, Status, Timestamp,
 };
 
 /// The actor of what the gate does: using an approval for a push.
@@ -29,8 +29,10 @@ impl Store {
     /// one-shot approvals used (each proposal marked used, archived if the agent had not
     /// polled it, and a `delivered` event by `system:gate`). Otherwise nothing is used and
     /// each uncovered update is filed like any proposal of the bottle (identical undecided
-    /// ones count a hit, a rejection within the cooldown answers at once). An invalid update
-    /// refuses the whole push and writes nothing.
+    /// ones count a hit, a rejection within the cooldown answers at once). The rules in
+    /// force decide each filed update as they decide any proposal: an update a rule approves
+    /// counts as covered in this same push, one a rule rejects refuses it with the rule's
+    /// note. An invalid update refuses the whole push and writes nothing.
     #[instrument(skip(self, updates), fields(updates = updates.len()), err)]
     pub async fn gate_push(
         &self,
@@ -53,43 +55,63 @@ impl Store {
             let covered = covered(self.backend(), w.conn(), bottle.id, &change, &now).await?;
             items.push((change, u.justification, covered, u.diff));
         }
-        let accepted = items.iter().all(|(_, _, c, _)| c.is_some());
-        let mut refs = Vec::with_capacity(items.len());
+        // Each uncovered update is filed first: a rule may approve it, covering it.
+        let rules = self.in_force(w.conn()).await?;
+        let filing = Filing {
+            limits: &self.inner.limits,
+            rules: rules.as_deref(),
+            deliver: false,
+        };
+        let mut decided = Vec::with_capacity(items.len());
         for (change, justification, covered, diff) in items {
-            refs.push(match covered {
-                Some(GateRef::Approved(p)) if accepted => {
-                    let p = use_approval(w.conn(), p, &now).await?;
-                    record_accepted(w.conn(), &now, &bottle, &change, Cover::Approval(&p)).await?;
-                    GateRef::Approved(p)
-                }
-                Some(GateRef::Granted(g)) if accepted => {
-                    record_accepted(w.conn(), &now, &bottle, &change, Cover::Grant(&g)).await?;
-                    GateRef::Granted(g)
-                }
-                Some(c) => c,
+            decided.push(match covered {
+                Some(c) => (change, c, true),
                 None => {
                     let item = prepare(NewProposal {
                         bottle_id: bottle.id,
                         kind: Kind::GitPush,
-                        change,
+                        change: change.clone(),
                         justification,
                         quorum: None,
                     })?;
-                    match propose_in(w.conn(), &self.inner.limits, item, &now).await? {
+                    match propose_in(w.conn(), &filing, item, &now).await? {
                         Ok(proposed) => {
-                            if let (Proposed::Created(p) | Proposed::Repeated(p), Some(diff)) =
-                                (&proposed, &diff)
+                            if let (
+                                Proposed::Created(p) | Proposed::Repeated(p) | Proposed::Ruled(p),
+                                Some(diff),
+                            ) = (&proposed, &diff)
                             {
                                 record_diff(w.conn(), &p.id, diff, &now).await?;
                             }
-                            GateRef::Proposed(proposed)
+                            match proposed {
+                                Proposed::Ruled(p) if p.status == Status::Approved => {
+                                    (change, GateRef::Approved(p), true)
+                                }
+                                proposed => (change, GateRef::Proposed(proposed), false),
+                            }
                         }
                         Err(e @ StoreError::PendingCapReached { .. }) => {
-                            GateRef::Refused(e.to_string())
+                            (change, GateRef::Refused(e.to_string()), false)
                         }
                         Err(e) => return Err(e),
                     }
                 }
+            });
+        }
+        let accepted = decided.iter().all(|(_, _, covered)| *covered);
+        let mut refs = Vec::with_capacity(decided.len());
+        for (change, r, _) in decided {
+            refs.push(match r {
+                GateRef::Approved(p) if accepted => {
+                    let p = use_approval(w.conn(), p, &now).await?;
+                    record_accepted(w.conn(), &now, &bottle, &change, Cover::Approval(&p)).await?;
+                    GateRef::Approved(p)
+                }
+                GateRef::Granted(g) if accepted => {
+                    record_accepted(w.conn(), &now, &bottle, &change, Cover::Grant(&g)).await?;
+                    GateRef::Granted(g)
+                }
+                other => other,
             });
         }
         w.commit().await?;

@@ -11,6 +11,7 @@ use batch::{NewRow, file_batch, insert_rows};
 
 use super::bottles::{live_generation, live_names};
 use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
+use super::rules::{InForce, apply, facts};
 use super::trail::{
     NewEvent, SYSTEM, actor_bottle, hits_note, record, record_expired, repeat_is_due,
 };
@@ -71,7 +72,13 @@ impl Store {
         }
         let mut w = self.write().await?;
         let now = Timestamp::now();
-        let out = file_batch(w.conn(), &self.inner.limits, prepared, &now).await?;
+        let rules = self.in_force(w.conn()).await?;
+        let filing = Filing {
+            limits: &self.inner.limits,
+            rules: rules.as_deref(),
+            deliver: true,
+        };
+        let out = file_batch(w.conn(), &filing, prepared, &now).await?;
         w.commit().await?;
         for (r, _) in out.iter().flatten() {
             let p = r.proposal();
@@ -85,6 +92,7 @@ impl Store {
                 Proposed::AutoRejected(_) => {
                     tracing::info!(bottle = %p.bottle, proposal = %p.id, "proposal auto-rejected (cooldown)")
                 }
+                Proposed::Ruled(_) => {}
             }
         }
         Ok(out)
@@ -340,6 +348,15 @@ pub(super) async fn expire_in(
     Ok(expired)
 }
 
+/// How a transaction files proposals: the limits, the rules in force (`None`: none), and
+/// whether a rule's decision is delivered at once (the agent's own filing, which answers
+/// with it; not the gate's or the egress helper's, whose proposals the agent polls).
+pub(super) struct Filing<'a> {
+    pub(super) limits: &'a ProposalLimits,
+    pub(super) rules: Option<&'a InForce>,
+    pub(super) deliver: bool,
+}
+
 /// A proposal checked before the write lock is taken.
 pub(super) struct Prepared {
     bottle_id: BottleId,
@@ -382,10 +399,11 @@ pub(super) fn prepare(item: NewProposal) -> StoreResult<Prepared> {
 /// whole batch; the inner one is this item's refusal.
 pub(super) async fn propose_in(
     conn: &mut AnyConnection,
-    limits: &ProposalLimits,
+    filing: &Filing<'_>,
     p: Prepared,
     now: &Timestamp,
 ) -> StoreResult<StoreResult<Proposed>> {
+    let limits = filing.limits;
     let (host, slug) = match live_names(conn, p.bottle_id).await {
         Ok(names) => names,
         Err(e @ (StoreError::BottleGone(_) | StoreError::BottleNotFound(_))) => return Ok(Err(e)),
@@ -411,14 +429,31 @@ pub(super) async fn propose_in(
     {
         return Ok(Ok(auto_reject(conn, &p, old, &change_text, now).await?));
     }
-    if let Some(limit) = limits.max_pending_per_bottle.filter(|&n| n > 0)
-        && !has_room(conn, p.bottle_id, limit, now).await?
+    let bottle_id = p.bottle_id;
+    let row = NewRow::new(limits, p, (host, slug.clone()), actor, change_text, now);
+    let ruled = filing
+        .rules
+        .map(|r| (r, r.rules.evaluate(&facts(&row.proposal, now))));
+    // A rule's decision leaves nothing pending, so the cap does not stop it.
+    let automatic = ruled
+        .as_ref()
+        .is_some_and(|(_, e)| e.outcome.is_automatic());
+    if !automatic
+        && let Some(limit) = limits.max_pending_per_bottle.filter(|&n| n > 0)
+        && !has_room(conn, bottle_id, limit, now).await?
     {
         return Ok(Err(StoreError::PendingCapReached { slug, limit }));
     }
-    Ok(Ok(Proposed::Created(
-        insert(conn, limits, p, (host, slug), &actor, change_text, now).await?,
-    )))
+    insert_rows(conn, std::slice::from_ref(&row), now).await?;
+    Ok(Ok(match ruled {
+        Some((in_force, eval)) => {
+            match apply(conn, now, row.proposal, in_force, &eval, filing.deliver).await? {
+                (p, true) => Proposed::Ruled(p),
+                (p, false) => Proposed::Created(p),
+            }
+        }
+        None => Proposed::Created(row.proposal),
+    }))
 }
 
 /// An identical undecided proposal of the same bottle, as it reads at `now`.
@@ -566,19 +601,4 @@ async fn pending_count(conn: &mut AnyConnection, bottle_id: BottleId) -> StoreRe
             .fetch_one(&mut *conn)
             .await?,
     )
-}
-
-/// Inserts a new pending proposal and records `proposed`.
-async fn insert(
-    conn: &mut AnyConnection,
-    limits: &ProposalLimits,
-    p: Prepared,
-    names: (String, String),
-    actor: &str,
-    change_text: String,
-    now: &Timestamp,
-) -> StoreResult<Proposal> {
-    let row = NewRow::new(limits, p, names, actor.to_string(), change_text, now);
-    insert_rows(conn, std::slice::from_ref(&row), now).await?;
-    Ok(row.proposal)
 }

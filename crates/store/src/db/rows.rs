@@ -10,7 +10,7 @@ use crate::change;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     Bottle, BottleId, Decision, EndReason, Event, EventKind, Flag, Grant, GrantId, Kind, Operator,
-    Proposal, ProposalId, Quorum, Status, Task, Timestamp, UnknownName,
+    Proposal, ProposalId, Quorum, Status, Task, Timestamp, UnknownName, Via,
 };
 
 pub(super) const PROPOSAL_COLUMNS: &str = "SELECT p.id, p.bottle_id, b.host, b.slug, p.kind, p.change, \
@@ -171,8 +171,8 @@ impl TryFrom<ProposalRow> for Proposal {
             (Some(decided_at), Some(decided_by)) => Some(Decision {
                 change: decision_change,
                 note: r.decision_note,
+                via: via_of(&decided_by, c.opt_parse("decided_via", r.decided_via)?),
                 decided_by,
-                via: c.opt_parse("decided_via", r.decided_via)?,
                 decided_at: c.time("decided_at", decided_at)?,
                 grant_id: r.grant_id.map(GrantId::from_row),
                 grant_expires_at: c.opt_time("grant_expires_at", r.grant_expires_at)?,
@@ -232,8 +232,8 @@ impl TryFrom<EventRow> for Event {
             seq: r.seq,
             at: c.time("at", r.at)?,
             event: c.parse::<EventKind>("event", &r.event)?,
+            via: via_of(&r.actor, c.opt_parse("via", r.via)?),
             actor: r.actor,
-            via: c.opt_parse("via", r.via)?,
             host: r.host,
             bottle: r.slug,
             bottle_id: r.bottle_id.map(BottleId::from_row),
@@ -426,3 +426,13 @@ pub(super) fn word<T: FromStr<Err = UnknownName>>(
 ) -> StoreResult<T> {
     Cells { table, id }.parse(column, text)
 }
+
+/// Through what a decision or event was made: the stored column, or `rules` for a rule's
+/// (actor `rules:ID`). The `via` columns' CHECK lists predate rules, so a rule's rows store
+/// NULL there and the actor says it (no operator name holds a `:`).
+fn via_of(actor: &str, stored: Option<Via>) -> Option<Via> {
+    stored.or_else(|| actor.starts_with(RULES_ACTOR).then_some(Via::Rules))
+}
+
+/// The prefix of a rule's actor, `rules:ID` (`db/rules.rs`).
+pub(super) const RULES_ACTOR: &str = "rules:";

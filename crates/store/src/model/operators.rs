@@ -27,6 +27,8 @@ vocabulary! {
         Console = "console",
         /// The git gate.
         Gate = "gate",
+        /// An operator's rule, at filing time (actor `rules:ID`).
+        Rules = "rules",
     }
 }
 

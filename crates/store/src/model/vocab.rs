@@ -153,6 +153,10 @@ vocabulary! {
         /// The git gate let a ref update through: an approval or a standing grant covered
         /// it (the change is the update, the note what covered it and its content flags).
         PushAccepted = "push-accepted",
+        /// An admin stored a new rules version (note: the version and its SHA-256).
+        RulesChanged = "rules-changed",
+        /// A shadow rule matched a filed proposal (note: what it would have decided).
+        RuleMatched = "rule-matched",
     }
 }
 

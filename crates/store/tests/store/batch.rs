@@ -32,6 +32,7 @@ fn shown(r: &StoreResult<(Proposed, Option<Task>)>) -> Value {
                 Proposed::Created(_) => "created",
                 Proposed::Repeated(_) => "repeated",
                 Proposed::AutoRejected(_) => "auto-rejected",
+                Proposed::Ruled(_) => "ruled",
             };
             json!({
                 "how": how,

@@ -10,6 +10,7 @@ mod backup;
 mod bad_input;
 mod batch;
 mod busy;
+mod cedar;
 mod chain;
 mod concurrency;
 mod corrupt;

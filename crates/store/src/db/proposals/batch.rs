@@ -14,16 +14,18 @@ use std::sync::LazyLock;
 
 use sqlx::AnyConnection;
 
-use super::{FiledAs, Prepared, pending_count, propose_in};
+use super::{FiledAs, Filing, Prepared, pending_count, propose_in};
 use crate::change;
 use crate::db::ProposalLimits;
 use crate::db::multirow::{CHUNKS, insert_chunked, rows_sql};
+use crate::db::rules::{apply, facts};
 use crate::db::task_rows::open_task_in;
 use crate::db::trail::{NewEvent, SYSTEM, actor_bottle, record_many};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
     EventKind, Flag, Kind, Proposal, ProposalId, Proposed, Quorum, Status, Task, Timestamp,
 };
+use crate::rules::Outcome;
 
 /// Sizes of the `IN` and `VALUES` lists of the lookups, padded up by repeating their last
 /// entry (a repeat changes no answer).
@@ -225,7 +227,7 @@ type Key = (i64, &'static str, String);
 /// in order would. The outer error aborts the whole batch.
 pub(super) async fn file_batch(
     conn: &mut AnyConnection,
-    limits: &ProposalLimits,
+    filing: &Filing<'_>,
     items: Vec<(StoreResult<Prepared>, bool)>,
     now: &Timestamp,
 ) -> StoreResult<Vec<StoreResult<FiledAs>>> {
@@ -233,7 +235,7 @@ pub(super) async fn file_batch(
     let mut items = items.into_iter().peekable();
     while items.peek().is_some() {
         let part: Vec<_> = items.by_ref().take(PART).collect();
-        file_part(conn, limits, part, now, &mut out).await?;
+        file_part(conn, filing, part, now, &mut out).await?;
     }
     Ok(out)
 }
@@ -241,11 +243,12 @@ pub(super) async fn file_batch(
 /// Files up to [`PART`] items, writing everything they file before it returns.
 async fn file_part(
     conn: &mut AnyConnection,
-    limits: &ProposalLimits,
+    filing: &Filing<'_>,
     items: Vec<(StoreResult<Prepared>, bool)>,
     now: &Timestamp,
     out: &mut Vec<StoreResult<FiledAs>>,
 ) -> StoreResult<()> {
+    let limits = filing.limits;
     let cap = limits.max_pending_per_bottle.filter(|&n| n > 0);
     let mut bottles = read_bottles(conn, &items).await?;
     let mut taken = read_taken(conn, limits, &items, &bottles).await?;
@@ -285,6 +288,30 @@ async fn file_part(
             let change_text = p.change.to_string();
             let names = (host.clone(), slug.clone());
             let mut row = NewRow::new(limits, p, names, actor, change_text, now);
+            let ruled = filing
+                .rules
+                .map(|r| (r, r.rules.evaluate(&facts(&row.proposal, now))))
+                .filter(|(_, e)| e.outcome != Outcome::Human || !e.shadow.is_empty());
+            // A proposal a rule matched is written and ruled at once, in order.
+            if let Some((in_force, eval)) = ruled {
+                insert_rows(conn, &buffer, now).await?;
+                buffer.clear();
+                row.as_task = as_task && !eval.outcome.is_automatic();
+                let task = row.as_task.then(|| row.task(now));
+                insert_rows(conn, std::slice::from_ref(&row), now).await?;
+                let filed =
+                    match apply(conn, now, row.proposal, in_force, &eval, filing.deliver).await? {
+                        (p, true) => Proposed::Ruled(p),
+                        (p, false) => Proposed::Created(p),
+                    };
+                if let (Proposed::Created(_), Some(Found::Live { pending, .. })) =
+                    (&filed, bottles.get_mut(&id.get()))
+                {
+                    *pending += 1;
+                }
+                out.push(Ok((filed, task)));
+                continue;
+            }
             row.as_task = as_task;
             let task = as_task.then(|| row.task(now));
             out.push(Ok((Proposed::Created(row.proposal.clone()), task)));
@@ -297,7 +324,7 @@ async fn file_part(
         // The slow path reads the database: it must see every item before it.
         insert_rows(conn, &buffer, now).await?;
         buffer.clear();
-        out.push(match propose_in(conn, limits, p, now).await? {
+        out.push(match propose_in(conn, filing, p, now).await? {
             Ok(filed @ (Proposed::Created(_) | Proposed::Repeated(_))) if as_task => {
                 let task = open_task_in(conn, filed.proposal(), now).await?;
                 Ok((filed, Some(task)))

@@ -1,0 +1,179 @@
+//! Evaluating one proposal against a [`RuleSet`]: the Cedar request built from the
+//! proposal's facts, each group of policies asked which of its policies match, and the
+//! outcome by precedence (forbid, then quorum, then permit, else a human; never-automatic
+//! flags keep a permit from approving).
+
+use std::str::FromStr;
+
+use cedar_policy::{
+    Authorizer, Context, Entities, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
+};
+use serde_json::{Value, json};
+
+use super::{Evaluation, Outcome, Rule, RuleSet, SCHEMA, ShadowMatch};
+use crate::change;
+use crate::model::{Flag, Kind};
+
+/// What a rule sees of one proposal (the schema's principal, resource and context).
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// The bottle's slug and host.
+    pub slug: &'a str,
+    pub host: &'a str,
+    pub kind: Kind,
+    /// The normalised change.
+    pub change: &'a Value,
+    /// The proposal's risk flags (`observed` among them for the egress helper's filings).
+    pub flags: &'a [Flag],
+    pub hits: i64,
+    pub justification: &'a str,
+    /// Seconds since 1970, UTC.
+    pub time: i64,
+}
+
+fn uid(kind: &str, id: &str) -> EntityUid {
+    EntityUid::from_type_name_and_id(
+        EntityTypeName::from_str(kind).expect("a schema type name"),
+        EntityId::new(id),
+    )
+}
+
+fn text<'v>(v: &'v Value, field: &str) -> &'v str {
+    v.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+fn count(v: &Value, field: &str) -> i64 {
+    v.get(field)
+        .and_then(Value::as_u64)
+        .map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+fn flag(v: &Value, field: &str) -> bool {
+    v.get(field).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// The Cedar request and entities for `facts`; `None` when they do not fit the schema
+/// (a change the store did not normalise).
+fn request(facts: &Facts<'_>) -> Option<(Request, Entities)> {
+    let c = facts.change;
+    let (action, kind, attrs) = match facts.kind {
+        Kind::Egress => {
+            let host = text(c, "host");
+            (
+                "egress",
+                "Egress",
+                json!({ "host": host, "port": count(c, "port"), "wildcard": host.starts_with("*.") }),
+            )
+        }
+        Kind::GitPush => {
+            let s = c.get("summary").cloned().unwrap_or(Value::Null);
+            (
+                "git-push",
+                "GitPush",
+                json!({
+                    "remote": text(c, "remote"), "ref": text(c, "ref"),
+                    "force": flag(&s, "force"), "create": flag(&s, "create"),
+                    "delete": flag(&s, "delete"), "commits": count(&s, "commits"),
+                    "files": count(&s, "files_changed"),
+                }),
+            )
+        }
+    };
+    let entities = json!([
+        { "uid": { "type": "Bottle", "id": facts.slug },
+          "attrs": { "slug": facts.slug, "host": facts.host }, "parents": [] },
+        { "uid": { "type": kind, "id": "change" }, "attrs": attrs, "parents": [] },
+    ]);
+    let entities = Entities::from_json_value(entities, Some(&*SCHEMA))
+        .map_err(|e| tracing::warn!(error = %e, "rules: the change does not fit the schema"))
+        .ok()?;
+    let action = uid("Action", action);
+    let flags: Vec<&str> = facts.flags.iter().map(|f| f.as_str()).collect();
+    let context = json!({
+        "flags": flags, "hits": facts.hits, "observed": facts.flags.contains(&Flag::Observed),
+        "justification": facts.justification, "time": facts.time,
+    });
+    let context = Context::from_json_value(context, Some((&*SCHEMA, &action)))
+        .map_err(|e| tracing::warn!(error = %e, "rules: the context does not fit the schema"))
+        .ok()?;
+    let request = Request::new(
+        uid("Bottle", facts.slug),
+        action,
+        uid(kind, "change"),
+        context,
+        Some(&*SCHEMA),
+    )
+    .map_err(|e| tracing::warn!(error = %e, "rules: the request does not fit the schema"))
+    .ok()?;
+    Some((request, entities))
+}
+
+impl RuleSet {
+    /// The outcome for one proposal, and the shadow policies that matched it.
+    pub fn evaluate(&self, facts: &Facts<'_>) -> Evaluation {
+        let human = Evaluation {
+            outcome: Outcome::Human,
+            shadow: Vec::new(),
+        };
+        if self.rules.is_empty() {
+            return human;
+        }
+        let Some((request, entities)) = request(facts) else {
+            return human;
+        };
+        let authorizer = Authorizer::new();
+        // The rules of `set` that match, in the order written. A policy whose evaluation
+        // fails matches nothing.
+        let matching = |set: &PolicySet| -> Vec<&Rule> {
+            if set.policies().next().is_none() {
+                return Vec::new();
+            }
+            let response = authorizer.is_authorized(&request, set, &entities);
+            let ids: Vec<String> = response
+                .diagnostics()
+                .reason()
+                .map(ToString::to_string)
+                .collect();
+            self.rules.iter().filter(|r| ids.contains(&r.id)).collect()
+        };
+        let never = change::never_automatic(facts.flags);
+        let permit_outcome = |r: &Rule| match r.quorum {
+            Some(n) => Outcome::Quorum(n),
+            None if never => Outcome::Human,
+            None => Outcome::Permit {
+                rule: r.id.clone(),
+                grant: r.grant,
+            },
+        };
+        let forbid_outcome = |r: &Rule| Outcome::Forbid {
+            rule: r.id.clone(),
+            note: r.note.clone(),
+        };
+        let outcome = if let Some(r) = matching(&self.forbid).first() {
+            forbid_outcome(r)
+        } else if let Some(n) = matching(&self.quorum).iter().filter_map(|r| r.quorum).max() {
+            Outcome::Quorum(n)
+        } else if let Some(r) = matching(&self.permit).first() {
+            permit_outcome(r)
+        } else {
+            Outcome::Human
+        };
+        let mut shadow: Vec<ShadowMatch> = matching(&self.shadow_forbid)
+            .into_iter()
+            .map(|r| ShadowMatch {
+                rule: r.id.clone(),
+                would: forbid_outcome(r),
+            })
+            .chain(
+                matching(&self.shadow_permit)
+                    .into_iter()
+                    .map(|r| ShadowMatch {
+                        rule: r.id.clone(),
+                        would: permit_outcome(r),
+                    }),
+            )
+            .collect();
+        shadow.sort_by_key(|m| self.rules.iter().position(|r| r.id == m.rule));
+        Evaluation { outcome, shadow }
+    }
+}
