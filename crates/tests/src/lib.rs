@@ -73,14 +73,21 @@ fn build_once() {
     });
 }
 
-/// Runs `supervise --db DB ARGS` as operator `operator`.
+/// Runs `supervise --db DB ARGS` as operator `operator`. The suite's operator confirms
+/// what it decides: `approve` and `modify` get `--yes`, as a script's would, so a flagged
+/// change is decided rather than refused for want of a terminal (the CLI's own `confirm`
+/// tests hold the refusal).
 pub fn cli(db: &Path, operator: &str, args: &[&str]) -> Output {
+    let mut args = args.to_vec();
+    if matches!(args.first(), Some(&("approve" | "modify"))) {
+        args.insert(1, "--yes");
+    }
     Command::new(bin("supervise"))
         .arg("--db")
         .arg(db)
         .arg("--as")
         .arg(operator)
-        .args(args)
+        .args(&args)
         .env_remove("SUPERVISE_DB")
         .stdin(Stdio::null())
         .output()

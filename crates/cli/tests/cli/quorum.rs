@@ -102,6 +102,7 @@ fn approvals_are_counted_from_the_command_line(db: &Path) {
             "--as",
             "bob",
             "modify",
+            "--yes",
             &id,
             "--change",
             r#"{"port": 8443}"#,
@@ -114,8 +115,8 @@ fn approvals_are_counted_from_the_command_line(db: &Path) {
         )),
         "{r:?}"
     );
-    assert_eq!(run(db, &["--as", "bob", "approve", &id]).code, 1);
-    let r = run(db, &["--as", "alice", "approve", &id]);
+    assert_eq!(run(db, &["--as", "bob", "approve", "--yes", &id]).code, 1);
+    let r = run(db, &["--as", "alice", "approve", "--yes", &id]);
     r.assert_ok();
     assert!(
         r.stdout.starts_with(&format!(

@@ -309,7 +309,7 @@ fn mitmproxy_refuses_with_the_proposal_then_enforces_methods_and_paths() {
     let doc: Value = serde_json::from_str(&px.cli(&["show", &id, "--json"]).stdout).unwrap();
     assert!(doc.to_string().contains("observed"), "{doc}");
     let limits = r#"{"methods": ["GET"], "path_prefix": "/simple/"}"#;
-    px.cli(&["modify", &id, "--change", limits]).assert_ok();
+    px.cli(&["modify", "--yes", &id, "--change", limits]).assert_ok();
 
     let (code, body) = px.send("127.0.0.2", "GET", &px.http("/simple/x?q=1"));
     assert_eq!(code, 200);
@@ -322,7 +322,7 @@ fn mitmproxy_refuses_with_the_proposal_then_enforces_methods_and_paths() {
 
     // HTTPS: the CONNECT is refused first, then approved limited, then intercepted.
     let tls = px.refused_naming_proposal("127.0.0.2", "GET", &px.https("/simple/x"), px.https);
-    px.cli(&["modify", &tls, "--change", limits]).assert_ok();
+    px.cli(&["modify", "--yes", &tls, "--change", limits]).assert_ok();
     let (code, body) = px.send("127.0.0.2", "GET", &px.https("/simple/y"));
     assert_eq!(code, 200, "{body}\n{}", px.log());
     assert!(body.ends_with("hello GET /simple/y"), "{body}");
@@ -347,7 +347,7 @@ fn mitmproxy_fails_closed_while_the_helper_cannot_run_and_recovers() {
         return;
     };
     let id = px.refused_naming_proposal("127.0.0.2", "GET", &px.http("/"), px.http);
-    px.cli(&["approve", &id]).assert_ok();
+    px.cli(&["approve", "--yes", &id]).assert_ok();
     assert_eq!(px.send("127.0.0.2", "GET", &px.http("/")).0, 200);
 
     // The helper dies and cannot be started again: every request is refused.
