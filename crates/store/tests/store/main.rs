@@ -12,6 +12,7 @@ mod batch;
 mod busy;
 mod chain;
 mod concurrency;
+mod context;
 mod corrupt;
 mod crash;
 mod egress;
