@@ -82,6 +82,10 @@ Examples:
         /// Print one JSON document instead of text
         #[arg(long)]
         json: bool,
+        /// Also resolve an egress proposal's host from this host (one-second limit) and
+        /// mark loopback, private, link-local, unspecified and metadata addresses
+        #[arg(long)]
+        resolve: bool,
     },
 
     /// Approve a proposal as proposed (or every pending match with --bottle/--kind/--match)

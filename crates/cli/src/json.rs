@@ -100,6 +100,9 @@ pub struct ProposalDetail {
     pub proposal: ProposalView,
     /// The store's one event document each ([`EventDoc`]).
     pub events: Vec<EventDoc>,
+    /// An egress proposal's context (grants in force, decisions on the destination,
+    /// refusals, `--resolve`'s addresses); `null` for other kinds.
+    pub context: Option<crate::cmd::show_context::ContextDoc>,
 }
 
 /// `audit --json`.

@@ -194,7 +194,9 @@ async fn dispatch(
     match command {
         Command::List(args) if args.watch => cmd::watch::run(ctx, store, &args, out).await,
         Command::List(args) => cmd::list::run(ctx, store, &args, out).await,
-        Command::Show { id, json } => cmd::show::run(ctx, store, &id, json, out).await,
+        Command::Show { id, json, resolve } => {
+            cmd::show::run(ctx, store, &id, json, resolve, out).await
+        }
         Command::Approve {
             id,
             note,

@@ -57,7 +57,10 @@ pub use archive::{ARCHIVE_VERSION, ArchiveCheck, Archived, verify_archive};
 pub use audit_filter::{AuditFilter, EVENT_SCHEMA_VERSION};
 pub use backend::{Backend, Location};
 pub use changes::Changes;
-pub use context::{CONTEXT_DECISIONS, EgressContext, REFUSAL_EVERY, Refusals, egress_destination};
+pub use context::{
+    CONTEXT_DECISIONS, EgressContext, REFUSAL_EVERY, RESOLVE_LIMIT, Refusals, Resolution,
+    egress_destination, resolve,
+};
 pub use follow::{Follow, Woken};
 pub use gate_installs::GateInstall;
 pub use queue::PendingGroup;

@@ -36,9 +36,9 @@ pub mod text;
 pub use db::{
     ARCHIVE_VERSION, ArchiveCheck, Archived, AuditFilter, Backend, CONTEXT_DECISIONS, Changes,
     Checkpoint, EVENT_SCHEMA_VERSION, EgressContext, Follow, GateInstall, Location, PendingGroup,
-    ProposalLimits, REFUSAL_EVERY, Refusals, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL,
-    ServerClaim, Store, StoreOptions, TrailBreak, TrailCheck, Woken, WriteObserver, default_host,
-    egress_destination, verify_archive,
+    ProposalLimits, REFUSAL_EVERY, RESOLVE_LIMIT, Refusals, Resolution, SESSION_IDLE, SESSION_MAX,
+    SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, TrailBreak, TrailCheck, Woken,
+    WriteObserver, default_host, egress_destination, resolve, verify_archive,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

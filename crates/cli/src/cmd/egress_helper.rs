@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 use supervise_store::present::address;
 use supervise_store::{
     Bottle, BottleId, BottleRef, DenyReason, EgressDecision, GrantId, HttpRequest, ProposalId,
-    Proposed, REFUSAL_EVERY, Store,
-    StoreError, StoreOptions,
+    Proposed, REFUSAL_EVERY, Store, StoreError, StoreOptions,
 };
 
 /// A lookup waits this long for another process's lock before answering a refusal: the

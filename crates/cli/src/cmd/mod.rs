@@ -17,6 +17,7 @@ pub mod operator;
 pub mod policy;
 pub mod queue;
 pub mod show;
+pub mod show_context;
 pub mod squid;
 pub mod watch;
 

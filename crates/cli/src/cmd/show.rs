@@ -5,9 +5,9 @@ use std::io::Write;
 
 use anyhow::Result;
 use supervise_store::change::describe_push;
-use supervise_store::{Event, EventKind, Proposal, Status, Store};
+use supervise_store::{Actor, Event, EventKind, Proposal, Status, Store};
 
-use super::{Ctx, print_json};
+use super::{Ctx, print_json, show_context};
 use crate::json::{ProposalDetail, ProposalView};
 use crate::render::{self, Color};
 
@@ -18,18 +18,27 @@ pub async fn run(
     store: &Store,
     id: &str,
     json: bool,
+    resolve: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
     let (p, events) = store.show(id).await?;
+    let context = match store.context_of(&p, &Actor::cli("show")).await? {
+        Some(c) => Some(show_context::document(&c, resolve).await),
+        None => None,
+    };
     if json {
         let doc = ProposalDetail {
             proposal: ProposalView::from(&p),
             events: events.iter().map(Event::document).collect(),
+            context,
         };
         return print_json(out, &doc);
     }
     let grant = grant_line(store, &p, &events).await;
     for line in block(ctx, &p, &events, grant) {
+        writeln!(out, "{line}")?;
+    }
+    for line in context.iter().flat_map(|c| show_context::lines(ctx, c)) {
         writeln!(out, "{line}")?;
     }
     out.flush()?;

@@ -198,3 +198,38 @@ impl Store {
         Ok(true)
     }
 }
+
+/// How long [`resolve`] waits for the resolver.
+pub const RESOLVE_LIMIT: Duration = Duration::from_secs(1);
+
+/// What a destination's name resolves to from this host, each address with its marks
+/// ([`crate::change::address_flags`]), or why it could not be resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    Addresses(Vec<(std::net::IpAddr, Vec<crate::model::Flag>)>),
+    Failed(String),
+}
+
+/// Resolves `host:port` from this host with the system resolver, waiting at most
+/// [`RESOLVE_LIMIT`]. Only on an operator's request: resolving an agent's name sends a
+/// query the agent can watch for.
+pub async fn resolve(host: &str, port: u16) -> Resolution {
+    let lookup = tokio::net::lookup_host((host, port));
+    match tokio::time::timeout(RESOLVE_LIMIT, lookup).await {
+        Err(_) => Resolution::Failed(format!(
+            "no answer within {} second",
+            RESOLVE_LIMIT.as_secs()
+        )),
+        Ok(Err(e)) => Resolution::Failed(e.to_string()),
+        Ok(Ok(addrs)) => {
+            let mut out: Vec<std::net::IpAddr> = addrs.map(|a| a.ip()).collect();
+            out.sort();
+            out.dedup();
+            Resolution::Addresses(
+                out.into_iter()
+                    .map(|ip| (ip, crate::change::address_flags(ip)))
+                    .collect(),
+            )
+        }
+    }
+}
