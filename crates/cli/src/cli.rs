@@ -1,8 +1,11 @@
 //! The command line: every command, flag and help text (with an example per command).
 //! Parsing problems are clap's, so they exit with [`crate::exit::USAGE`]. The `operator`
-//! family is declared in [`operator`], the `rules` family in [`rules`].
+//! family is declared in [`operator`], the `rules` family in [`rules`], the `gate` family in
+//! [`gate`], the `bottle` family in [`bottle`].
 
 pub mod audit;
+pub mod bottle;
+pub mod gate;
 pub mod operator;
 pub mod rules;
 
@@ -13,6 +16,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Map, Value};
 use supervise_store::{StatusFilter, clock};
 
+pub use bottle::BottleCommand;
+pub use gate::GateCommand;
 pub use operator::OperatorCommand;
 pub use rules::RulesCommand;
 
@@ -92,6 +97,10 @@ Examples:
         /// With --diff: the file list only
         #[arg(long, requires = "diff")]
         stat: bool,
+        /// Also resolve an egress proposal's host from this host (one-second limit) and
+        /// mark loopback, private, link-local, unspecified and metadata addresses
+        #[arg(long)]
+        resolve: bool,
     },
 
     /// Approve a proposal as proposed (or every pending match with --bottle/--kind/--match)
@@ -448,73 +457,6 @@ pub enum CheckCommand {
         /// Print one JSON document instead of text
         #[arg(long)]
         json: bool,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum BottleCommand {
-    /// Register a bottle (creates and migrates the database if it does not exist)
-    Add {
-        /// Short name: a-z, 0-9 and '-'
-        slug: String,
-        /// The source address its calls come from
-        #[arg(long, value_name = "IP")]
-        ip: std::net::IpAddr,
-    },
-    /// List registered bottles: every host's (named HOST/SLUG when they span hosts)
-    List {
-        /// Only this host's bottles
-        #[arg(long, value_name = "NAME")]
-        host: Option<String>,
-        /// Print one JSON document instead of a table
-        #[arg(long)]
-        json: bool,
-    },
-    /// Remove a bottle: withdraws its undecided proposals and ends its grants
-    Rm {
-        /// The bottle's slug
-        slug: String,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum GateCommand {
-    /// Make a bare repository a gate: write its pre-receive hook, enable push options
-    #[command(after_help = "\
-Examples:
-  supervise gate install /srv/gate/demo.git --bottle demo
-  supervise gate install /srv/gate/demo.git --bottle demo --remote upstream --force
-  # a PostgreSQL URL with a password: the hook names the file, never the password
-  supervise --db-file /etc/supervise/db-url gate install /srv/gate/demo.git --bottle demo")]
-    Install {
-        /// The bare repository the bottle pushes to
-        repo: PathBuf,
-        /// The bottle whose pushes it receives
-        #[arg(long, value_name = "SLUG")]
-        bottle: String,
-        /// The upstream remote the gate stands for
-        #[arg(long, value_name = "NAME", default_value = "origin")]
-        remote: String,
-        /// Replace a pre-receive hook supervise did not write
-        #[arg(long)]
-        force: bool,
-    },
-    /// The hook itself: decide the push git describes on stdin (exit 0 accept, 1 refuse)
-    #[command(after_help = "\
-Examples:
-  # run by git as hooks/pre-receive; `gate install` writes the line
-  exec supervise --db /srv/supervise/supervise.db gate pre-receive --bottle demo
-  exec supervise --db-file /etc/supervise/db-url gate pre-receive --bottle demo")]
-    PreReceive {
-        /// The bottle pushing
-        #[arg(long, value_name = "SLUG")]
-        bottle: String,
-        /// The upstream remote the gate stands for
-        #[arg(long, value_name = "NAME", default_value = "origin")]
-        remote: String,
-        /// Wait up to this many seconds for a decision before refusing
-        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
-        grace: u64,
     },
 }
 

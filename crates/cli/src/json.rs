@@ -103,6 +103,9 @@ pub struct ProposalDetail {
     /// For a push the gate filed: what it contains (`commits`, `files`, `truncated`,
     /// `findings`); `null` otherwise.
     pub diff: Option<supervise_store::PushDiff>,
+    /// An egress proposal's context (grants in force, decisions on the destination,
+    /// refusals, `--resolve`'s addresses); `null` for other kinds.
+    pub context: Option<crate::cmd::show_context::ContextDoc>,
 }
 
 /// `audit --json`.

@@ -203,8 +203,14 @@ async fn dispatch(
             json,
             diff,
             stat,
+            resolve,
         } => {
-            let shown = cmd::show::Shown { json, diff, stat };
+            let shown = cmd::show::Shown {
+                json,
+                diff,
+                stat,
+                resolve,
+            };
             cmd::show::run(ctx, store, &id, shown, out).await
         }
         Command::Approve {

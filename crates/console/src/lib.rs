@@ -36,6 +36,7 @@ mod input;
 mod limit;
 mod listener;
 mod metrics;
+mod monitoring;
 mod pages;
 mod router;
 mod tls;

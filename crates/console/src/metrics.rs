@@ -1,23 +1,16 @@
-//! The console's own Prometheus figures, `GET /metrics` for an API token of any role, and
-//! `GET /healthz` (no token). The console exports only what it does itself: requests by
-//! route and status (counted by [`count_requests`], a layer over every route), sign-ins
+//! The console's own Prometheus figures (served by `monitoring.rs`: `GET /metrics` for an
+//! API token of any role, and `GET /healthz`, no token). The console exports only what it does itself: requests by
+//! route and status (counted by `monitoring::count_requests`, a layer over every route), sign-ins
 //! and sign-outs (`pages/sign_in.rs`), and live streams open (`pages/live.rs`,
 //! `api/events.rs`). The queue's figures are each server's, on its own metrics listener.
 
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use prometheus_client::encoding::{EncodeLabelSet, prometheus_text};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-
-use crate::app::App;
-use crate::auth::ApiUser;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct RequestLabels {
@@ -153,53 +146,21 @@ impl Metrics {
         Open(gauge)
     }
 
-    fn render(&self) -> String {
+    /// Counts one answer by its route's pattern, method and status.
+    pub(crate) fn count_request(&self, route: String, method: String, status: u16) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                method,
+                status: status.to_string(),
+            })
+            .inc();
+    }
+
+    /// The text exposition of every family.
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         prometheus_text::encode(&mut out, &self.registry).expect("writing to a String");
         out
-    }
-}
-
-/// Counts every answer by its route's pattern, method and status.
-pub(crate) async fn count_requests(State(app): State<App>, req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("unmatched", |m| m.as_str())
-        .to_owned();
-    let method = req.method().as_str().to_owned();
-    let response = next.run(req).await;
-    app.metrics()
-        .requests
-        .get_or_create(&RequestLabels {
-            route,
-            method,
-            status: response.status().as_u16().to_string(),
-        })
-        .inc();
-    response
-}
-
-/// `GET /metrics`: the console's figures, for a bearer token of any role (401 otherwise).
-pub(crate) async fn scrape(State(app): State<App>, _user: ApiUser) -> Response {
-    (
-        [(header::CONTENT_TYPE, prometheus_text::CONTENT_TYPE)],
-        app.metrics().render(),
-    )
-        .into_response()
-}
-
-/// `GET /healthz`: 200 `ok` while the database answers and takes writes, 503 and why not.
-pub(crate) async fn healthz(State(app): State<App>) -> Response {
-    match app.store().health().await {
-        Ok(()) => (StatusCode::OK, "ok\n").into_response(),
-        Err(e) => {
-            tracing::warn!(error = %e, "healthz: the database is not usable");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("unavailable: {e}\n"),
-            )
-                .into_response()
-        }
     }
 }

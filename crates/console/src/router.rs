@@ -12,7 +12,7 @@ use crate::api::{self, events, grants as api_grants, openapi, proposals as api_p
 use crate::app::App;
 use crate::auth::{self, SIGN_IN};
 use crate::pages::{self, admin, audit, grants, live, proposal, queue, sign_in};
-use crate::{assets, headers, listener, metrics};
+use crate::{assets, headers, listener, monitoring};
 
 /// The whole console.
 pub(crate) fn router(app: App) -> Router {
@@ -23,7 +23,7 @@ pub(crate) fn router(app: App) -> Router {
         .merge(operations())
         .layer(from_fn_with_state(app.body_timeout(), listener::read_body))
         .layer(from_fn_with_state(app.clone(), headers::security_headers))
-        .layer(from_fn_with_state(app.clone(), metrics::count_requests))
+        .layer(from_fn_with_state(app.clone(), monitoring::count_requests))
         .with_state(app)
 }
 
@@ -32,8 +32,8 @@ pub(crate) fn router(app: App) -> Router {
 /// so no other method is served on them.
 pub(crate) fn operation_routes() -> Vec<(&'static str, MethodRouter<App>)> {
     vec![
-        (METRICS, get(metrics::scrape)),
-        (HEALTHZ, get(metrics::healthz)),
+        (METRICS, get(monitoring::scrape)),
+        (HEALTHZ, get(monitoring::healthz)),
     ]
 }
 

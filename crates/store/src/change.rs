@@ -15,7 +15,9 @@ pub use crate::model::Kind;
 
 pub use confirm::needs_confirmation;
 pub use egress::normalise_host;
-pub use flags::{CONTENT_FLAGS, NEVER_AUTOMATIC, flags, modified_flags, never_automatic};
+pub use flags::{
+    CONTENT_FLAGS, NEVER_AUTOMATIC, address_flags, flags, modified_flags, never_automatic,
+};
 pub use git_push::{
     MAX_SUBJECT_CHARS, MAX_SUBJECTS, describe_push, is_zero, normalise_ref, normalise_ref_pattern,
     ref_covers, validate_remote,

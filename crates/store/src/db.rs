@@ -18,6 +18,7 @@ mod backup;
 mod bottles;
 mod chain;
 mod changes;
+mod context;
 mod decisions;
 mod diffs;
 mod egress;
@@ -35,6 +36,7 @@ mod pg;
 mod proposals;
 mod queue;
 mod quorum;
+mod records;
 mod rows;
 mod rules;
 mod schema;
@@ -58,6 +60,10 @@ pub use archive::{ARCHIVE_VERSION, ArchiveCheck, Archived, verify_archive};
 pub use audit_filter::{AuditFilter, EVENT_SCHEMA_VERSION};
 pub use backend::{Backend, Location};
 pub use changes::Changes;
+pub use context::{
+    CONTEXT_DECISIONS, EgressContext, REFUSAL_EVERY, RESOLVE_LIMIT, Refusals, Resolution,
+    egress_destination, resolve,
+};
 pub use follow::{Follow, Woken};
 pub use gate_installs::GateInstall;
 pub use queue::PendingGroup;

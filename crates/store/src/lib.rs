@@ -35,11 +35,12 @@ pub mod rules;
 pub mod text;
 
 pub use db::{
-    ARCHIVE_VERSION, ArchiveCheck, Archived, AuditFilter, Backend, Changes, Checkpoint,
-    EVENT_SCHEMA_VERSION, Follow, GateInstall, InForce, Location, PendingGroup, ProposalLimits,
-    RulesVersion, SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions,
-    TrailBreak, TrailCheck, Woken, WriteObserver, actor_rule, default_host, rules_sha256,
-    verify_archive,
+    ARCHIVE_VERSION, ArchiveCheck, Archived, AuditFilter, Backend, CONTEXT_DECISIONS, Changes,
+    Checkpoint, EVENT_SCHEMA_VERSION, EgressContext, Follow, GateInstall, InForce, Location,
+    PendingGroup, ProposalLimits, REFUSAL_EVERY, RESOLVE_LIMIT, Refusals, Resolution, RulesVersion,
+    SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, TrailBreak,
+    TrailCheck, Woken, WriteObserver, actor_rule, default_host, egress_destination, resolve,
+    rules_sha256, verify_archive,
 };
 pub use error::{StoreError, StoreResult};
 pub use model::{

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use supervise_store::present::address;
 use supervise_store::{
-    BottleRef, DenyReason, EgressDecision, GrantId, HttpRequest, ProposalId, Proposed, Store,
-    StoreError, StoreOptions,
+    Bottle, BottleId, BottleRef, DenyReason, EgressDecision, GrantId, HttpRequest, ProposalId,
+    Proposed, REFUSAL_EVERY, Store, StoreError, StoreOptions,
 };
 
 /// A lookup waits this long for another process's lock before answering a refusal: the
@@ -85,6 +85,8 @@ pub struct Helper {
     store: Option<Store>,
     /// When this helper last asked the store to record each grant's use.
     used: HashMap<GrantId, Instant>,
+    /// When this helper last recorded a refusal of each bottle and destination.
+    refused: HashMap<(BottleId, String, u16), Instant>,
 }
 
 impl Helper {
@@ -96,6 +98,7 @@ impl Helper {
             options,
             store: None,
             used: HashMap::new(),
+            refused: HashMap::new(),
         }
     }
 
@@ -169,6 +172,9 @@ impl Helper {
                     (_, None) => format!("{what}: {reason}"),
                 };
                 let file = matches!(reason, DenyReason::NoGrant | DenyReason::OutsideLimits);
+                if let (true, Some(b)) = (file, &bottle) {
+                    self.record_refusal(&store, b, &host, port).await;
+                }
                 let mut filed = false;
                 if let (true, true, Some(b)) = (self.options.propose_on_deny, file, &bottle) {
                     match store.propose_observed(b, &host, port).await {
@@ -209,6 +215,26 @@ impl Helper {
                     why,
                 }
             }
+        }
+    }
+
+    /// Records the refusal for the operator's view of the proposal (at most once a minute
+    /// per bottle and destination, here and in the store). A refusal not written stays a
+    /// refusal.
+    async fn record_refusal(&mut self, store: &Store, bottle: &Bottle, host: &str, port: u16) {
+        let key = (bottle.id, host.to_string(), port);
+        if self
+            .refused
+            .get(&key)
+            .is_some_and(|at| at.elapsed() < REFUSAL_EVERY)
+        {
+            return;
+        }
+        match store.record_refusal(bottle, host, port).await {
+            Ok(_) => {
+                self.refused.insert(key, Instant::now());
+            }
+            Err(e) => eprintln!("supervise {}: refusal not recorded: {e}", self.name),
         }
     }
 

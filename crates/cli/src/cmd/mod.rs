@@ -19,6 +19,7 @@ pub mod policy;
 pub mod queue;
 pub mod rules;
 pub mod show;
+pub mod show_context;
 pub mod squid;
 pub mod watch;
 

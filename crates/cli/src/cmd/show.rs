@@ -5,9 +5,9 @@ use std::io::Write;
 
 use anyhow::Result;
 use supervise_store::change::describe_push;
-use supervise_store::{Event, EventKind, Proposal, Status, Store};
+use supervise_store::{Actor, Event, EventKind, Proposal, Status, Store};
 
-use super::{Ctx, print_json};
+use super::{Ctx, print_json, show_context};
 use crate::json::{ProposalDetail, ProposalView};
 use crate::render::{self, Color};
 
@@ -19,6 +19,8 @@ pub struct Shown {
     pub json: bool,
     pub diff: bool,
     pub stat: bool,
+    /// Also resolve an egress proposal's host (`--resolve`).
+    pub resolve: bool,
 }
 
 pub async fn run(
@@ -30,11 +32,16 @@ pub async fn run(
 ) -> Result<()> {
     let (p, events) = store.show(id).await?;
     let diff = store.push_diff(&p.id).await?;
+    let context = match store.context_of(&p, &Actor::cli("show")).await? {
+        Some(c) => Some(show_context::document(&c, shown.resolve).await),
+        None => None,
+    };
     if shown.json {
         let doc = ProposalDetail {
             proposal: ProposalView::from(&p),
             events: events.iter().map(Event::document).collect(),
             diff,
+            context,
         };
         return print_json(out, &doc);
     }
@@ -60,6 +67,9 @@ pub async fn run(
             if diff.truncated { " (patches cut)" } else { "" },
             p.id
         )?;
+    }
+    for line in context.iter().flat_map(|c| show_context::lines(ctx, c)) {
+        writeln!(out, "{line}")?;
     }
     out.flush()?;
     Ok(())

@@ -12,6 +12,7 @@ mod bottles;
 mod bulk;
 mod confirm;
 mod console;
+mod context;
 mod database;
 mod db_file;
 mod decide;

@@ -7,6 +7,7 @@ pub(crate) mod audit;
 pub(crate) mod grants;
 pub(crate) mod live;
 pub(crate) mod proposal;
+pub(crate) mod proposal_context;
 pub(crate) mod push_diff;
 pub(crate) mod queue;
 pub(crate) mod sign_in;

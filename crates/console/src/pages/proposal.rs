@@ -5,13 +5,14 @@
 
 use askama::Template;
 use axum::Form;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use supervise_store::{Event, Proposal, Status, StoreError, Verdict};
 
+use super::proposal_context::{self, ContextView};
 use super::{Chrome, PageError, html};
 use crate::app::App;
 use crate::auth::PageUser;
@@ -130,6 +131,7 @@ struct ProposalPage {
     p: ProposalView,
     /// A gate push's recorded content.
     diff: Option<super::push_diff::DiffView>,
+    context: Option<ContextView>,
     may_decide: bool,
     notice: Option<String>,
     error: Option<String>,
@@ -154,12 +156,26 @@ async fn render(
     notice: Option<String>,
     error: Option<String>,
 ) -> Result<Response, PageError> {
+    render_resolving(app, user, id, status, notice, error, false).await
+}
+
+async fn render_resolving(
+    app: &App,
+    user: &PageUser,
+    id: &str,
+    status: StatusCode,
+    notice: Option<String>,
+    error: Option<String>,
+    resolving: bool,
+) -> Result<Response, PageError> {
     let (p, events) = load(app, user, id).await?;
     let diff = app.store().push_diff(&p.id).await?;
+    let context = proposal_context::load(app, user, &p, resolving).await?;
     let page = ProposalPage {
         chrome: Chrome::new(user, format!("Proposal {}", view::short_id(&p.id)), "queue"),
         p: ProposalView::of(&p, &events),
         diff: diff.as_ref().map(super::push_diff::DiffView::of),
+        context,
         may_decide: user.actor.may_decide(),
         notice,
         error,
@@ -167,12 +183,20 @@ async fn render(
     Ok(html(status, &page))
 }
 
+/// `?resolve=1`: the operator asked to resolve an egress proposal's name.
+#[derive(Deserialize)]
+pub(crate) struct PageQuery {
+    resolve: Option<String>,
+}
+
 pub(crate) async fn page(
     State(app): State<App>,
     user: PageUser,
     Path(id): Path<String>,
+    Query(q): Query<PageQuery>,
 ) -> Result<Response, PageError> {
-    render(&app, &user, &id, StatusCode::OK, None, None).await
+    let resolving = q.resolve.as_deref() == Some("1");
+    render_resolving(&app, &user, &id, StatusCode::OK, None, None, resolving).await
 }
 
 /// The fields of the three decision forms; each form sends the ones it has.

@@ -10,6 +10,7 @@
 
 mod api;
 mod browser;
+mod context;
 mod harness;
 mod hosts;
 mod limits;

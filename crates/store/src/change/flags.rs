@@ -251,6 +251,14 @@ fn skeleton(text: &str) -> String {
         .collect()
 }
 
+/// The flags of one address as a connection would reach it (an IPv4 address embedded in
+/// an IPv6 one is judged as itself): `loopback`, `private-ip`, `link-local`,
+/// `unspecified`, `cloud-metadata`, `cgnat`. What `show --resolve` marks a resolved
+/// address with.
+pub fn address_flags(ip: IpAddr) -> Vec<Flag> {
+    ip_flags(embedded_ipv4(ip).map_or(ip, IpAddr::V4))
+}
+
 fn ip_flags(ip: IpAddr) -> Vec<Flag> {
     let mut out = Vec::new();
     match ip {

@@ -11,8 +11,9 @@ use tracing::instrument;
 use super::Store;
 use super::bottles::live_generation;
 use super::fresh::Check;
-use super::proposals::{expire_in, load_proposal, open_proposal_of, resolve_id_for};
+use super::proposals::{expire_in, open_proposal_of, resolve_id_for};
 use super::quorum::{self, Counted};
+use super::records::{insert_grant, load_proposal};
 use super::rows::{self, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::{NewEvent, SYSTEM, actor_bottle, actor_of, record, record_delivered};
 use crate::change;
@@ -415,33 +416,6 @@ async fn grant_for_decision(
         }
     }
     insert_grant(conn, p, change, operator, now, grant_for).await
-}
-
-/// Records the grant an approve or modify (or a rule's permit) makes.
-pub(super) async fn insert_grant(
-    conn: &mut AnyConnection,
-    p: &Proposal,
-    change: &str,
-    operator: &str,
-    now: &Timestamp,
-    grant_for: Option<Duration>,
-) -> StoreResult<GrantId> {
-    let grant_id = GrantId::generate();
-    sqlx::query(
-        "INSERT INTO grants (id, bottle_id, proposal_id, kind, change, granted_by, \
-         created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(grant_id.as_str())
-    .bind(p.bottle_id.get())
-    .bind(p.id.as_str())
-    .bind(p.kind.as_str())
-    .bind(change)
-    .bind(operator)
-    .bind(now.as_str())
-    .bind(grant_for.map(|d| Timestamp::after(d).as_str().to_owned()))
-    .execute(&mut *conn)
-    .await?;
-    Ok(grant_id)
 }
 
 /// Inside a write transaction: delivers a decided (or expired) open proposal of the bottle

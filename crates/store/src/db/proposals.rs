@@ -10,6 +10,7 @@ mod batch;
 use batch::{NewRow, file_batch, insert_rows};
 
 use super::bottles::{live_generation, live_names};
+pub(super) use super::records::load_proposal;
 use super::rows::{self, EVENT_COLUMNS, EventRow, PROPOSAL_COLUMNS, ProposalRow};
 use super::rules::{InForce, apply, facts};
 use super::trail::{
@@ -220,21 +221,6 @@ impl Store {
         .await?;
         Ok((p, rows::all(rows)?))
     }
-}
-
-/// One proposal by its full id, as it reads at `now`.
-pub(super) async fn load_proposal(
-    conn: &mut AnyConnection,
-    id: &str,
-    now: &Timestamp,
-) -> StoreResult<Option<Proposal>> {
-    let row: Option<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{PROPOSAL_COLUMNS} WHERE p.id = $1"
-    )))
-    .bind(id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    row.map(|r| r.at(now)).transpose()
 }
 
 /// A bottle's own proposal that is not archived yet.

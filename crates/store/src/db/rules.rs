@@ -11,8 +11,7 @@ use sqlx::AnyConnection;
 use tracing::instrument;
 
 use super::Store;
-use super::decisions::insert_grant;
-use super::proposals::load_proposal;
+use super::records::{insert_grant, load_proposal};
 use super::rows::{self, RULES_ACTOR};
 use super::trail::{NewEvent, actor_bottle, actor_of, record, record_delivered};
 use crate::error::{StoreError, StoreResult};

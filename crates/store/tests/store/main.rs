@@ -13,6 +13,7 @@ mod busy;
 mod cedar;
 mod chain;
 mod concurrency;
+mod context;
 mod corrupt;
 mod crash;
 mod egress;

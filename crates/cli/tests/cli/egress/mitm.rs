@@ -309,7 +309,8 @@ fn mitmproxy_refuses_with_the_proposal_then_enforces_methods_and_paths() {
     let doc: Value = serde_json::from_str(&px.cli(&["show", &id, "--json"]).stdout).unwrap();
     assert!(doc.to_string().contains("observed"), "{doc}");
     let limits = r#"{"methods": ["GET"], "path_prefix": "/simple/"}"#;
-    px.cli(&["modify", "--yes", &id, "--change", limits]).assert_ok();
+    px.cli(&["modify", "--yes", &id, "--change", limits])
+        .assert_ok();
 
     let (code, body) = px.send("127.0.0.2", "GET", &px.http("/simple/x?q=1"));
     assert_eq!(code, 200);
@@ -322,7 +323,8 @@ fn mitmproxy_refuses_with_the_proposal_then_enforces_methods_and_paths() {
 
     // HTTPS: the CONNECT is refused first, then approved limited, then intercepted.
     let tls = px.refused_naming_proposal("127.0.0.2", "GET", &px.https("/simple/x"), px.https);
-    px.cli(&["modify", "--yes", &tls, "--change", limits]).assert_ok();
+    px.cli(&["modify", "--yes", &tls, "--change", limits])
+        .assert_ok();
     let (code, body) = px.send("127.0.0.2", "GET", &px.https("/simple/y"));
     assert_eq!(code, 200, "{body}\n{}", px.log());
     assert!(body.ends_with("hello GET /simple/y"), "{body}");

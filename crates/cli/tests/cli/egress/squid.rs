@@ -536,7 +536,8 @@ fn squids_refusal_page_names_the_proposal_and_limited_grants_do_not_pass() {
         px.log()
     );
     let limits = r#"{"methods": ["GET"], "path_prefix": "/"}"#;
-    px.cli(&["modify", "--yes", &id, "--change", limits]).assert_ok();
+    px.cli(&["modify", "--yes", &id, "--change", limits])
+        .assert_ok();
     std::thread::sleep(TTL + Duration::from_millis(500));
     assert_eq!(px.get("127.0.0.2", "a.example.test"), 403);
     let r = px.cli(&[
