@@ -105,7 +105,7 @@ pub struct ProposalDetail {
     pub diff: Option<supervise_store::PushDiff>,
     /// An egress proposal's context (grants in force, decisions on the destination,
     /// refusals, `--resolve`'s addresses); `null` for other kinds.
-    pub context: Option<crate::cmd::show_context::ContextDoc>,
+    pub context: Option<ContextDoc>,
 }
 
 /// `audit --json`.
@@ -228,4 +228,39 @@ impl From<&Operator> for OperatorView {
 #[derive(Debug, Serialize)]
 pub struct OperatorList {
     pub operators: Vec<OperatorView>,
+}
+
+/// `show --json`'s `context`.
+#[derive(Debug, Serialize)]
+pub struct ContextDoc {
+    pub host: String,
+    pub port: u16,
+    pub grants: Vec<GrantView>,
+    pub decisions: Vec<EventDoc>,
+    /// `null` when the proxy recorded no refusal of this bottle and destination.
+    pub refusals: Option<RefusalsDoc>,
+    /// `null` unless `--resolve` asked for it.
+    pub resolved: Option<ResolvedDoc>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RefusalsDoc {
+    /// Refusals recorded, at most one a minute.
+    pub count: i64,
+    pub first_seen: Timestamp,
+    pub last_seen: Timestamp,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ResolvedDoc {
+    pub addresses: Vec<AddressDoc>,
+    /// Why the name did not resolve (`null` when it did).
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AddressDoc {
+    pub address: String,
+    /// `loopback`, `private-ip`, `link-local`, `unspecified`, `cloud-metadata`, `cgnat`.
+    pub marks: Vec<&'static str>,
 }

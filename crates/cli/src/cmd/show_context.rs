@@ -2,50 +2,14 @@
 //! last decisions on the same destination, the proxy's refusals, and (`--resolve` only)
 //! what the name resolves to from this host, each address marked.
 
-use serde::Serialize;
 use supervise_store::present::address;
-use supervise_store::{EgressContext, EventDoc, Resolution, Timestamp, resolve as resolve_name};
+use supervise_store::{EgressContext, Resolution, resolve as resolve_name};
 
 use super::Ctx;
-use crate::json::GrantView;
+use crate::json::{AddressDoc, ContextDoc, GrantView, RefusalsDoc, ResolvedDoc};
 use crate::render::{self, Color};
 
 const INDENT: &str = "  ";
-
-/// `show --json`'s `context`.
-#[derive(Debug, Serialize)]
-pub struct ContextDoc {
-    pub host: String,
-    pub port: u16,
-    pub grants: Vec<GrantView>,
-    pub decisions: Vec<EventDoc>,
-    /// `null` when the proxy recorded no refusal of this bottle and destination.
-    pub refusals: Option<RefusalsDoc>,
-    /// `null` unless `--resolve` asked for it.
-    pub resolved: Option<ResolvedDoc>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct RefusalsDoc {
-    /// Refusals recorded, at most one a minute.
-    pub count: i64,
-    pub first_seen: Timestamp,
-    pub last_seen: Timestamp,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ResolvedDoc {
-    pub addresses: Vec<AddressDoc>,
-    /// Why the name did not resolve (`null` when it did).
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct AddressDoc {
-    pub address: String,
-    /// `loopback`, `private-ip`, `link-local`, `unspecified`, `cloud-metadata`, `cgnat`.
-    pub marks: Vec<&'static str>,
-}
 
 /// The context as `show --json` carries it; resolved only when `resolve`.
 pub async fn document(c: &EgressContext, resolve: bool) -> ContextDoc {
