@@ -108,7 +108,15 @@ struct Rule {
 impl Rule {
     fn regex(&self) -> Option<&Regex> {
         self.regex
-            .get_or_init(|| Regex::new(&self.source).ok())
+            .get_or_init(|| {
+                // gitleaks' broad rules (`generic-api-key`) compile past the default size
+                // limit once `\w` and bounded repeats are expanded to Unicode classes.
+                regex::RegexBuilder::new(&self.source)
+                    .size_limit(64 << 20)
+                    .dfa_size_limit(64 << 20)
+                    .build()
+                    .ok()
+            })
             .as_ref()
     }
 }
@@ -178,7 +186,14 @@ pub fn scan(path: &str, fragment: &str) -> Vec<Found> {
         wanted[rules.keyword_rule[m.pattern().as_usize()]] = true;
     }
     let mut out: Vec<Found> = Vec::new();
-    for (rule, _) in rules.rules.iter().zip(&wanted).filter(|(_, w)| **w) {
+    // The specific rules first: a secret both a specific rule and `generic-api-key` match
+    // is named by the specific one (the first rule to find a secret names it).
+    let mut order: Vec<&Rule> = (rules.rules.iter().zip(&wanted))
+        .filter(|(_, w)| **w)
+        .map(|(r, _)| r)
+        .collect();
+    order.sort_by_key(|r| r.id.starts_with("generic-"));
+    for rule in order {
         if rule.path.as_ref().is_some_and(|p| !p.is_match(path)) {
             continue;
         }
@@ -261,6 +276,10 @@ mod tests {
             .map(|r| r.id.as_str())
             .collect();
         assert!(broken.len() <= 3, "rules that do not compile: {broken:?}");
+        assert!(
+            !broken.contains(&"generic-api-key"),
+            "the broad rule must compile: {broken:?}"
+        );
     }
 
     #[test]
@@ -277,5 +296,18 @@ mod tests {
         assert!(scan("a.txt", "nothing to see here").is_empty());
         // gitleaks' own allowlist: AWS's documented example key is not a secret.
         assert!(scan("a.sh", "AKIAIOSFODNN7EXAMPLE").is_empty());
+    }
+
+    #[test]
+    fn a_secret_only_the_broad_rule_knows_is_found() {
+        let env =
+            "AWS_REGION=eu-west-1\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8vTz3XhR";
+        let found = scan("deploy.env", env);
+        assert!(
+            found
+                .iter()
+                .any(|f| f.secret == "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8vTz3XhR"),
+            "{found:?}"
+        );
     }
 }
