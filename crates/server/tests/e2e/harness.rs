@@ -338,6 +338,44 @@ pub fn tools_list_batch(n: usize) -> String {
 /// each, about 11 MB of answers, far more than the socket buffers hold.
 pub const STALLED_REQUESTS: usize = 100;
 
+/// Waits until the server's end of `stream` is closed (its socket in `/proc/net/tcp` has
+/// left ESTABLISHED, or is gone after a reset), or `max` passes. Reads nothing, so a test
+/// can wait for the server to give up on a client that does not read, however loaded the
+/// machine is.
+pub fn wait_until_the_server_closes(stream: &std::net::TcpStream, max: Duration) -> bool {
+    fn hex(addr: SocketAddr) -> String {
+        let SocketAddr::V4(v4) = addr else {
+            panic!("an IPv4 address: {addr}")
+        };
+        format!(
+            "{:08X}:{:04X}",
+            u32::from_ne_bytes(v4.ip().octets()),
+            v4.port()
+        )
+    }
+    let (server, client) = (
+        hex(stream.peer_addr().unwrap()),
+        hex(stream.local_addr().unwrap()),
+    );
+    let established = || {
+        let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+        table.lines().skip(1).any(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            cols.get(1) == Some(&server.as_str())
+                && cols.get(2) == Some(&client.as_str())
+                && cols.get(3) == Some(&"01")
+        })
+    };
+    let deadline = std::time::Instant::now() + max;
+    while std::time::Instant::now() < deadline {
+        if !established() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
 /// A connection from `source` with a tiny receive buffer that sends `body` as
 /// [`STALLED_REQUESTS`] pipelined `POST /mcp` requests and reads only the start of the first
 /// answer: the rest stops at the full socket buffers. Returns once the answer has started (it

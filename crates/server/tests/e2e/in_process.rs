@@ -103,9 +103,13 @@ async fn a_client_that_never_reads_its_answer_is_dropped_after_the_write_timeout
         crate::harness::ALPHA,
         &crate::harness::tools_list_batch(32),
     );
-    // The answer fills the socket buffers, then nothing moves for longer than the timeout.
-    tokio::time::sleep(Duration::from_secs(2)).await;
     let read = tokio::task::spawn_blocking(move || {
+        // The answer fills the socket buffers, then nothing moves for longer than the
+        // timeout and the server closes its end.
+        assert!(
+            crate::harness::wait_until_the_server_closes(&stalled, Duration::from_secs(60)),
+            "the server kept the connection of a client that reads nothing for 60 s"
+        );
         stalled
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();

@@ -749,7 +749,15 @@ fn a_hook_still_running_when_the_server_stops_does_not_outlive_it() {
     let on_event = sleeping_hook(dir.path(), &started);
     let mut h = Host::start(&["--grace", "0", "--on-event", &on_event]);
     wait_for_hook_runner(&h, &started);
-    assert_eq!(sleeping_hooks(&started).len(), 1);
+    // The hook writes its line, then execs `sleep`: wait for the exec, not just the line.
+    let asleep = wait_until(Duration::from_secs(10), || {
+        Some(sleeping_hooks(&started)).filter(|p| p.len() == 1)
+    });
+    assert!(
+        asleep.is_some(),
+        "{:?}",
+        wait_for_lines(&started, 0, Duration::ZERO)
+    );
 
     let status = h.server.terminate(Duration::from_secs(20));
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
