@@ -14,7 +14,10 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-WORK="${WORK:-$ROOT/target/conformance}"
+# Cargo's target directory: CARGO_TARGET_DIR when set (relative to the workspace), else target/.
+TARGET="${CARGO_TARGET_DIR:-target}"
+case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
+WORK="${WORK:-$TARGET/conformance}"
 PROFILE="${PROFILE:-debug}"
 V01="${CONFORMANCE_V01:-0.1.16}"
 V02="${CONFORMANCE_V02:-0.2.0-alpha.12}"
@@ -53,7 +56,7 @@ if [ "$PROFILE" = release ]; then
 else
   (cd "$ROOT" && cargo build -p supervise-server >&2)
 fi
-BIN="$ROOT/target/$PROFILE/supervise-server"
+BIN="$TARGET/$PROFILE/supervise-server"
 # SUPERVISE_CONFORMANCE_DB: another database (e.g. a fresh postgres:// one, as .ci/run gives).
 DB="${SUPERVISE_CONFORMANCE_DB:-$WORK/conformance.db}"
 case "$DB" in
