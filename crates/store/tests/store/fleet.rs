@@ -101,7 +101,11 @@ async fn the_feed_never_skips_under_writers_of_different_hosts(db: TestDb) {
         .collect();
     // Every host's bottle, and per round a proposal, a decision and a delivery: none lost
     // on its way into the feed.
-    assert_eq!(all.len(), HOSTS * (1 + 3 * ROUNDS), "every write's event is in the feed");
+    assert_eq!(
+        all.len(),
+        HOSTS * (1 + 3 * ROUNDS),
+        "every write's event is in the feed"
+    );
     assert!(
         seen.windows(2).all(|w| w[0] < w[1]),
         "the follower read the feed out of order or twice"
