@@ -19,6 +19,7 @@ mod crash;
 mod egress;
 mod egress_limits;
 mod files;
+mod fleet;
 mod follow;
 mod fresh;
 mod gate;
