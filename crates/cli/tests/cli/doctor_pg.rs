@@ -105,7 +105,7 @@ fn on_postgres_a_superuser_or_a_role_lacking_a_privilege_fails_naming_it() {
     let su = line(&r, "FAIL postgres role");
     assert!(su.contains("postgres is a superuser"), "{su}");
     assert!(
-        su.contains(&format!("fix: connect as a role of its own: createuser")),
+        su.contains("fix: connect as a role of its own: createuser"),
         "{su}"
     );
     assert!(

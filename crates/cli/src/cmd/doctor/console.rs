@@ -252,7 +252,14 @@ fn certificate(
                     "renew it and restart the console with the new --tls-cert",
                 ),
                 CertificateError::NotValidForNameContext { presented, .. } => (
-                    format!("names {}, not {host}", presented.join(", ")),
+                    format!(
+                        "names {}, not {host}",
+                        presented
+                            .iter()
+                            .map(|n| presented_name(n))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
                     "serve a certificate for the URL's host, or give doctor the URL operators use",
                 ),
                 CertificateError::NotValidForName => (
@@ -281,6 +288,16 @@ fn certificate(
             "serve a certificate a browser accepts for the URL's host".into(),
         ),
     }
+}
+
+/// A name as the verifier reports it (`DnsName("a.example")`, `IpAddress(10.0.0.1)`),
+/// without the variant around it.
+fn presented_name(reported: &str) -> &str {
+    reported
+        .split_once('(')
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .map(|inner| inner.trim_matches('"'))
+        .unwrap_or(reported)
 }
 
 fn date(t: UnixTime) -> String {
