@@ -1,7 +1,7 @@
 //! `supervise doctor --console-url`: a real console on loopback, over https with a
 //! certificate from a CA made at test time (openssl): the right name passes with its expiry,
-//! one expiring within 14 days warns, another name or an untrusted CA fails, and a console
-//! that is down fails naming the URL (exit 1).
+//! one expiring within 14 days warns, an expired one, another name or an untrusted CA
+//! fails, and a console that is down fails naming the URL (exit 1).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -100,6 +100,45 @@ fn certificate(dir: &Path, name: &str, days: u32) -> (PathBuf, PathBuf) {
         ],
     );
     (dir.join(pem), dir.join(key))
+}
+
+/// A certificate for `localhost` from the same CA that ended on 2025-02-01 (`openssl ca`
+/// takes explicit dates where `x509 -days` cannot go back).
+fn expired_certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    certificate(dir, "unused", 1);
+    std::fs::write(dir.join("index.txt"), "").unwrap();
+    std::fs::write(dir.join("serial"), "1000\n").unwrap();
+    std::fs::write(
+        dir.join("ca.cnf"),
+        "[ca]\ndefault_ca = c\n[c]\ndatabase = index.txt\nnew_certs_dir = .\nserial = serial\n\
+         default_md = sha256\npolicy = p\nunique_subject = no\n[p]\ncommonName = supplied\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "ca",
+            "-batch",
+            "-config",
+            "ca.cnf",
+            "-cert",
+            "ca.pem",
+            "-keyfile",
+            "ca.key",
+            "-in",
+            "unused.csr",
+            "-out",
+            "old.pem",
+            "-notext",
+            "-startdate",
+            "20250101000000Z",
+            "-enddate",
+            "20250201000000Z",
+            "-extfile",
+            "unused.ext",
+        ],
+    );
+    (dir.join("old.pem"), dir.join("unused.key"))
 }
 
 /// `supervise console` on 127.0.0.1 with the certificate; the child and its port.
@@ -230,6 +269,31 @@ fn a_certificate_expiring_within_two_weeks_warns_without_failing() {
         "{soon}"
     );
     assert!(soon.contains("fix: renew it"), "{soon}");
+}
+
+#[test]
+fn an_expired_certificate_fails_with_the_day_it_ended() {
+    let env = Env::new();
+    let (cert, key) = expired_certificate(env.dir.path());
+    let (child, port) = console(&env, &cert, &key);
+    let r = doctor(
+        &env,
+        &format!("https://localhost:{port}"),
+        Some(&env.dir.path().join("ca.pem")),
+    );
+    stop(child);
+    assert_eq!(r.code, 1, "{r:#?}");
+    let expired = line(&r, "FAIL console certificate");
+    assert!(
+        expired.contains("the certificate for localhost expired on 2025-02-01T00:00:00Z"),
+        "{expired}"
+    );
+    assert!(expired.contains("fix: renew it"), "{expired}");
+    // The console itself answers: only the certificate fails.
+    assert!(
+        line(&r, "ok   console:").contains("answers /healthz"),
+        "{r:#?}"
+    );
 }
 
 #[test]

@@ -118,12 +118,16 @@ fn owner(f: &BackendFacts) -> Option<Check> {
     if f.not_owned.is_empty() || f.superuser {
         return None;
     }
+    let which = if f.not_owned.len() == f.tables {
+        format!("any of the {} tables of schema {}", f.tables, f.schema)
+    } else {
+        f.not_owned.join(", ")
+    };
     Some(warn(
         "postgres owner",
         format!(
-            "{} does not own {}: a newer supervise cannot migrate them",
-            f.role,
-            f.not_owned.join(", ")
+            "{} does not own {which}: a newer supervise cannot migrate them",
+            f.role
         ),
         format!(
             "as their owner: ALTER TABLE ... OWNER TO {} for each, or run upgrades as the owner",
