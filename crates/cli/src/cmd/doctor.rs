@@ -1,11 +1,12 @@
-//! `supervise doctor [--json] [--proxy-user USER]`: checks a set-up and prints one line per
-//! check, each failure with its fix; exit 1 when any fails. The database: reachable, schema
-//! (opening migrates it and refuses a newer one), every hook `gate install` recorded
-//! (present, still ours, its binary there, no password in it), and for a SQLite file its mode, its
-//! directory's, the group they share, and whether `--proxy-user` can open it (from that
-//! user's uid and groups against the modes, as the kernel decides). On PostgreSQL, the
-//! server's version and the role's powers ([`postgres`]); with a console URL, that the
-//! console answers and its certificate ([`console`]).
+//! `supervise doctor [--json] [--proxy-user USER] [--console-url URL]`: checks a set-up and
+//! prints one line per check, each failure with its fix; exit 1 when any fails. The
+//! database: reachable, schema (opening migrates it and refuses a newer one), every hook
+//! `gate install` recorded (present, still ours, its binary there, no password in it), and
+//! for a SQLite file its mode, its directory's, the group they share, and whether
+//! `--proxy-user` can open it (from that user's uid and groups against the modes, as the
+//! kernel decides). On PostgreSQL, the server's version and the role's powers
+//! ([`postgres`]); with a console URL, that the console answers and its certificate
+//! ([`console`]).
 
 mod console;
 mod postgres;

@@ -362,3 +362,32 @@ impl ServerCertVerifier for Recorder {
         self.inner.supported_verify_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Target, presented_name};
+
+    #[test]
+    fn the_health_path_sits_under_the_urls_own_path_and_ports_default_by_scheme() {
+        let t = Target::parse("https://console.example.org").unwrap();
+        assert_eq!(
+            (t.https, t.host.as_str(), t.port, t.path.as_str()),
+            (true, "console.example.org", 443, "/healthz")
+        );
+        let t = Target::parse("http://[::1]:7412/supervise").unwrap();
+        assert_eq!(
+            (t.https, t.host.as_str(), t.port, t.path.as_str()),
+            (false, "::1", 7412, "/supervise/healthz")
+        );
+        assert_eq!(t.authority, "[::1]:7412");
+        assert!(Target::parse("ftp://example.org").is_err());
+        assert!(Target::parse("console.example.org").is_err());
+    }
+
+    #[test]
+    fn a_presented_name_is_shown_without_the_verifiers_wrapping() {
+        assert_eq!(presented_name("DnsName(\"a.example\")"), "a.example");
+        assert_eq!(presented_name("IpAddress(10.0.0.1)"), "10.0.0.1");
+        assert_eq!(presented_name("plain"), "plain");
+    }
+}
