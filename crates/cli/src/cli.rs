@@ -308,11 +308,13 @@ Examples:
     },
 
     /// Check the set-up: the database (reachable, schema, file and directory modes and
-    /// group, and whether --proxy-user can open it); one line per check with its fix, exit 1
-    /// when any fails
+    /// group, and whether --proxy-user can open it), the recorded gate hooks, PostgreSQL's
+    /// version and role, the console URL and certificate; one line per check with its fix,
+    /// exit 1 when any fails
     #[command(after_help = "\
 Examples:
   supervise --db /var/lib/supervise/supervise.db doctor --proxy-user proxy
+  supervise doctor --console-url https://console.example.org
   supervise doctor --json | jq '.checks[] | select(.ok | not)'")]
     Doctor {
         /// The checks as one JSON document: {"ok": BOOL, "checks": [{"check", "ok", "detail", "fix"}]}
@@ -321,6 +323,10 @@ Examples:
         /// Also check that this user (e.g. the proxy's, for the Squid helper) can open the database
         #[arg(long, value_name = "USER")]
         proxy_user: Option<String>,
+        /// The console's public URL to check (GET /healthz; for https the certificate's name
+        /// and expiry); unchecked when not given
+        #[arg(long, env = "SUPERVISE_CONSOLE_URL", value_name = "URL")]
+        console_url: Option<String>,
     },
 
     /// A consistent copy of the SQLite database, taken while servers run (never over an

@@ -135,8 +135,19 @@ async fn run(cli: Cli, out: &mut dyn Write) -> Result<()> {
             grace,
         }) => cmd::gate::pre_receive(&ctx, &bottle, &remote, grace).await,
         Command::Console(args) => cmd::console::run(&ctx, args, out).await,
-        Command::Doctor { json, proxy_user } => {
-            cmd::doctor::run(&ctx, json, proxy_user.as_deref(), out).await
+        Command::Doctor {
+            json,
+            proxy_user,
+            console_url,
+        } => {
+            cmd::doctor::run(
+                &ctx,
+                json,
+                proxy_user.as_deref(),
+                console_url.as_deref(),
+                out,
+            )
+            .await
         }
         Command::Rules(RulesCommand::Check { file }) => cmd::rules::check(&file, out),
         Command::SquidAcl {

@@ -14,6 +14,7 @@ mod allowed;
 mod archive;
 mod audit_filter;
 mod backend;
+mod backend_facts;
 mod backup;
 mod bottles;
 mod chain;
@@ -59,6 +60,7 @@ use tracing::instrument;
 pub use archive::{ARCHIVE_VERSION, ArchiveCheck, Archived, verify_archive};
 pub use audit_filter::{AuditFilter, EVENT_SCHEMA_VERSION};
 pub use backend::{Backend, Location};
+pub use backend_facts::{BackendFacts, MIN_POSTGRES_VERSION, TABLE_PRIVILEGES};
 pub use changes::Changes;
 pub use context::{
     CONTEXT_DECISIONS, EgressContext, REFUSAL_EVERY, RESOLVE_LIMIT, Refusals, Resolution,

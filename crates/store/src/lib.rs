@@ -42,6 +42,7 @@ pub use db::{
     TrailCheck, Woken, WriteObserver, actor_rule, default_host, egress_destination, resolve,
     rules_sha256, verify_archive,
 };
+pub use db::{BackendFacts, MIN_POSTGRES_VERSION, TABLE_PRIVILEGES};
 pub use error::{StoreError, StoreResult};
 pub use model::{
     Actor, Bottle, BottleId, BottleRef, Decision, Delivery, DenyReason, EgressDecision, EndReason,

@@ -1,9 +1,15 @@
-//! `supervise doctor [--json] [--proxy-user USER]`: checks a set-up and prints one line per
-//! check, each failure with its fix; exit 1 when any fails. The database: reachable, schema
-//! (opening migrates it and refuses a newer one), every hook `gate install` recorded
-//! (present, still ours, its binary there, no password in it), and for a SQLite file its mode, its
-//! directory's, the group they share, and whether `--proxy-user` can open it (from that
-//! user's uid and groups against the modes, as the kernel decides).
+//! `supervise doctor [--json] [--proxy-user USER] [--console-url URL]`: checks a set-up and
+//! prints one line per check, each failure with its fix; exit 1 when any fails. The
+//! database: reachable, schema (opening migrates it and refuses a newer one), every hook
+//! `gate install` recorded (present, still ours, its binary there, no password in it), and
+//! for a SQLite file its mode, its directory's, the group they share, and whether
+//! `--proxy-user` can open it (from that user's uid and groups against the modes, as the
+//! kernel decides). On PostgreSQL, the server's version and the role's powers
+//! ([`postgres`]); with a console URL, that the console answers and its certificate
+//! ([`console`]).
+
+mod console;
+mod postgres;
 
 use std::ffi::CString;
 use std::io::Write;
@@ -23,6 +29,9 @@ use crate::render;
 struct Check {
     check: &'static str,
     ok: bool,
+    /// Passes, but wants attention soon (a certificate about to expire): printed `warn`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    warn: bool,
     detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<String>,
@@ -32,8 +41,19 @@ fn pass(check: &'static str, detail: String) -> Check {
     Check {
         check,
         ok: true,
+        warn: false,
         detail,
         fix: None,
+    }
+}
+
+fn warn(check: &'static str, detail: String, fix: String) -> Check {
+    Check {
+        check,
+        ok: true,
+        warn: true,
+        detail,
+        fix: Some(fix),
     }
 }
 
@@ -41,6 +61,7 @@ fn fail(check: &'static str, detail: String, fix: String) -> Check {
     Check {
         check,
         ok: false,
+        warn: false,
         detail,
         fix: Some(fix),
     }
@@ -50,6 +71,7 @@ pub async fn run(
     ctx: &Ctx,
     json: bool,
     proxy_user: Option<&str>,
+    console_url: Option<&str>,
     out: &mut dyn Write,
 ) -> Result<()> {
     let mut checks = Vec::new();
@@ -81,9 +103,11 @@ pub async fn run(
             crate::exit::message(&e),
         )),
     }
+    postgres::checks(&shown, &mut checks).await;
     if let Location::File(path) = Location::parse(&ctx.db) {
         file_checks(&path, proxy_user, &mut checks);
     }
+    console::checks(console_url, &mut checks).await;
     let ok = checks.iter().all(|c| c.ok);
     if json {
         serde_json::to_writer_pretty(
@@ -93,7 +117,11 @@ pub async fn run(
         writeln!(out)?;
     } else {
         for c in &checks {
-            let mark = if c.ok { "ok  " } else { "FAIL" };
+            let mark = match (c.ok, c.warn) {
+                (false, _) => "FAIL",
+                (true, true) => "warn",
+                (true, false) => "ok  ",
+            };
             let line = match &c.fix {
                 Some(fix) => format!("{mark} {}: {}; fix: {fix}", c.check, c.detail),
                 None => format!("{mark} {}: {}", c.check, c.detail),

@@ -17,6 +17,8 @@ mod database;
 mod db_file;
 mod decide;
 mod doctor;
+mod doctor_console;
+mod doctor_pg;
 mod egress;
 mod evidence;
 mod flags;
