@@ -262,6 +262,11 @@ fn run(args: RunArgs) -> Result<bool> {
         println!();
         print!("{}", report::targets_text(&targets));
     }
+    let verdicts = report::verdict_table(&targets);
+    if !verdicts.is_empty() {
+        println!();
+        print!("{verdicts}");
+    }
 
     let json_path = args.json.clone().unwrap_or_else(|| {
         std::env::current_exe()

@@ -80,7 +80,7 @@ fn each_backend_is_judged_against_its_own_commit_rate() {
     );
     let c8 = get(&ts, "postgres", "propose 2026-07-28 / baseline-pg-c8");
     assert_eq!(c8.value, Some(0.3));
-    assert_eq!(c8.met, None);
+    assert_eq!(c8.met, Some(false));
 }
 
 #[test]
@@ -196,4 +196,77 @@ fn the_targets_print_one_block_per_backend() {
     let text = targets_text(&targets(&rows, &rows));
     let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("targets")).collect();
     assert_eq!(headers, ["targets (sqlite):", "targets (postgres):"]);
+}
+
+/// Both backends' rows with each figure of the verdict table, 10,000 calls held.
+fn both_backends() -> Vec<Row> {
+    let hold = |backend, kib| {
+        let mut r = held(row("hold", MODERN, backend, 0.0), kib);
+        r.connections = 10_000;
+        r
+    };
+    vec![
+        row("baseline-sqlite", "-", "sqlite", 5_000.0),
+        row("baseline-http", "bare", "-", 80_000.0),
+        with_cpu(row("propose", LEGACY, "sqlite", 4_000.0), 180.0),
+        with_cpu(row("propose", MODERN, "sqlite", 3_500.0), 200.0),
+        with_cpu(row("check-pending", LEGACY, "sqlite", 48_000.0), 19.0),
+        with_cpu(row("check-pending", MODERN, "sqlite", 40_000.0), 21.0),
+        hold("sqlite", 15.5),
+        row("baseline-pg", "-", "postgres", 4_000.0),
+        row("baseline-pg-c8", "-", "postgres", 20_000.0),
+        with_cpu(row("propose", LEGACY, "postgres", 4_000.0), 60.0),
+        with_cpu(row("propose", MODERN, "postgres", 2_000.0), 70.0),
+        with_cpu(row("check-pending", LEGACY, "postgres", 8_000.0), 88.0),
+        with_cpu(row("check-pending", MODERN, "postgres", 8_000.0), 87.0),
+        hold("postgres", 19.8),
+    ]
+}
+
+#[test]
+fn the_verdict_table_gives_every_target_its_figure_on_each_backend() {
+    let rows = both_backends();
+    let text = verdict_table(&targets(&rows, &rows));
+    let want = "\
+verdicts (pairs are 2025-11-25 / 2026-07-28):
+target                                      goal                                 sqlite                       postgres                   verdict
+---------------------------------------------------------------------------------------------------------------------------------------------
+propose / one-row commit rate               ≥ 2× SQLite FULL, ≥ 1× pgbench -c 1  0.80× / 0.70× not met        1.00× / 0.50× not met      not met
+server CPU per propose                      ≤ 40 µs                              180.0 µs / 200.0 µs not met  60.0 µs / 70.0 µs not met  not met
+check-pending / bare hyper                  ≥ 0.5× on both                       0.60× / 0.50× met            0.10× / 0.10× not met      not met on postgres
+server CPU per pending poll                 ≤ 20 µs on both                      19.0 µs / 21.0 µs not met    88.0 µs / 87.0 µs not met  not met
+RSS per held call at 10k                    ≤ 16 KiB (bare hyper)                15.5 KiB met                 19.8 KiB not met           not met on postgres
+propose, fleet of 8 writers / pgbench -c 8  ≥ 0.5× (PostgreSQL)                  –                            0.20× / 0.10× not met      not met
+";
+    assert_eq!(text, want, "got:\n{text}");
+}
+
+#[test]
+fn the_verdict_table_says_met_only_for_what_was_measured() {
+    // SQLite alone, every figure within its goal, but fewer than 10,000 calls held.
+    let rows = vec![
+        row("baseline-sqlite", "-", "sqlite", 1_000.0),
+        row("baseline-http", "bare", "-", 10_000.0),
+        with_cpu(row("propose", LEGACY, "sqlite", 2_500.0), 30.0),
+        with_cpu(row("propose", MODERN, "sqlite", 2_000.0), 40.0),
+        with_cpu(row("check-pending", MODERN, "sqlite", 6_000.0), 15.0),
+        held(row("hold", MODERN, "sqlite", 0.0), 12.0),
+    ];
+    let text = verdict_table(&targets(&rows, &rows));
+    let verdict = |label: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line in\n{text}"));
+        line.rsplit("  ").next().unwrap().trim().to_string()
+    };
+    assert!(!text.contains("postgres"), "{text}");
+    assert_eq!(verdict("propose / one-row"), "met");
+    assert_eq!(verdict("server CPU per propose"), "met");
+    assert_eq!(verdict("check-pending / bare hyper"), "met");
+    assert_eq!(verdict("RSS per held call"), "no verdict", "64 held");
+    assert!(text.contains("12.0 KiB no verdict"), "{text}");
+    assert_eq!(verdict("propose, fleet"), "no verdict", "PostgreSQL only");
+    // Nothing of the table measured: no table.
+    assert_eq!(verdict_table(&[]), "");
 }
