@@ -83,29 +83,51 @@ fn read_meta(meta: &Map<String, Value>, version: &Value) -> Result<ModernMeta, E
             "_meta field \"{META_PROTOCOL_VERSION}\" must be a string"
         )));
     };
+    let client_capabilities = match meta.get(META_CLIENT_CAPABILITIES) {
+        Some(Value::Object(caps)) => Ok(Some(caps.clone())),
+        Some(_) => Err(NotAnObject),
+        None => Ok(None),
+    };
+    read_meta_parts(
+        requested,
+        client_capabilities,
+        meta.get(META_CLIENT_INFO).cloned(),
+        meta.get(META_LOG_LEVEL).cloned(),
+    )
+}
+
+/// A `_meta` member that is there but not a JSON object.
+pub(crate) struct NotAnObject;
+
+/// [`modern_meta`]'s checks and reading, from the members already taken out of `_meta`
+/// (shared with [`crate::parse_tool_call`], so both read a request the same way).
+pub(crate) fn read_meta_parts(
+    requested: &str,
+    client_capabilities: Result<Option<Map<String, Value>>, NotAnObject>,
+    client_info: Option<Value>,
+    log_level: Option<Value>,
+) -> Result<ModernMeta, ErrorObject> {
     let protocol_version = ProtocolVersion::parse(requested)
         .filter(|v| v.is_modern())
         .ok_or_else(|| ErrorObject::unsupported_protocol_version(&SUPPORTED_VERSIONS, requested))?;
-    let client_capabilities = match meta.get(META_CLIENT_CAPABILITIES) {
-        Some(Value::Object(caps)) => caps.clone(),
-        Some(_) => {
+    let client_capabilities = match client_capabilities {
+        Ok(Some(caps)) => caps,
+        Err(NotAnObject) => {
             return Err(ErrorObject::invalid_params(format!(
                 "_meta field \"{META_CLIENT_CAPABILITIES}\" must be an object"
             )));
         }
-        None => {
+        Ok(None) => {
             return Err(ErrorObject::invalid_params(format!(
                 "missing required _meta field \"{META_CLIENT_CAPABILITIES}\""
             )));
         }
     };
-    let client_info = meta
-        .get(META_CLIENT_INFO)
-        .and_then(|v| serde_json::from_value(v.clone()).ok());
-    let log_level = meta
-        .get(META_LOG_LEVEL)
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let client_info = client_info.and_then(|v| serde_json::from_value(v).ok());
+    let log_level = match log_level {
+        Some(Value::String(level)) => Some(level),
+        _ => None,
+    };
     Ok(ModernMeta {
         protocol_version,
         client_capabilities,

@@ -8,7 +8,9 @@ mod status;
 pub(crate) use allowed::already_allowed;
 
 use serde_json::{Map, Value, json};
-use supervise_protocol::{CallToolResult, Content, ProtocolVersion};
+use supervise_protocol::{
+    CallToolResult, Content, Implementation, ProtocolVersion, TextToolResult,
+};
 use supervise_store::present::describe;
 use supervise_store::{Kind, Proposal, Status, StoreError};
 
@@ -36,6 +38,22 @@ impl Answer {
             .with_structured_content(self.structured)
             .with_is_error(is_error)
             .for_version(version)
+    }
+
+    /// The `tools/call` result for `version`, written to the wire straight from this answer:
+    /// the bytes of [`Answer::into_result_value`] (and in 2026-07-28 of `modern_result` with
+    /// `server_info`, which `server_info` is given for) without building that tree.
+    pub(crate) fn to_wire<'a>(
+        &'a self,
+        version: ProtocolVersion,
+        server_info: Option<&'a Implementation>,
+    ) -> TextToolResult<'a, Value> {
+        TextToolResult {
+            text: &self.text,
+            structured: version.has_structured_content().then_some(&self.structured),
+            is_error: self.is_error(),
+            modern: server_info,
+        }
     }
 
     /// [`Answer::into_result`] as the JSON it serialises to, built by moving the text and
