@@ -96,6 +96,33 @@ fn read_meta(meta: &Map<String, Value>, version: &Value) -> Result<ModernMeta, E
     )
 }
 
+/// `clientInfo` as an [`Implementation`], `None` when malformed: read by hand when it has
+/// only the modelled members (the usual case), else by serde, with the same result.
+fn implementation(value: Value) -> Option<Implementation> {
+    match value {
+        Value::Object(mut map) if only_modelled_members(&map) => {
+            let mut text = |k: &str| match map.remove(k) {
+                Some(Value::String(s)) => Some(s),
+                _ => None,
+            };
+            let mut info = Implementation::new(text("name")?, text("version").unwrap_or_default());
+            info.title = text("title");
+            Some(info)
+        }
+        other => serde_json::from_value(other).ok(),
+    }
+}
+
+/// A string `name`, and besides it at most a string `version` and a string or null `title`.
+fn only_modelled_members(map: &Map<String, Value>) -> bool {
+    map.get("name").is_some_and(Value::is_string)
+        && map.iter().all(|(k, v)| match k.as_str() {
+            "name" | "version" => v.is_string(),
+            "title" => v.is_string() || v.is_null(),
+            _ => false,
+        })
+}
+
 /// A `_meta` member that is there but not a JSON object.
 pub(crate) struct NotAnObject;
 
@@ -123,7 +150,7 @@ pub(crate) fn read_meta_parts(
             )));
         }
     };
-    let client_info = client_info.and_then(|v| serde_json::from_value(v).ok());
+    let client_info = client_info.and_then(implementation);
     let log_level = match log_level {
         Some(Value::String(level)) => Some(level),
         _ => None,
@@ -336,6 +363,29 @@ mod tests {
                     "supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"],
                     "requested": requested
                 }))
+            );
+        }
+    }
+
+    #[test]
+    fn client_info_read_by_hand_is_what_serde_reads() {
+        for v in [
+            json!({"name": "c", "version": "1"}),
+            json!({"name": "c"}),
+            json!({"name": "c", "version": "1", "title": "T"}),
+            json!({"name": "c", "version": "1", "title": null}),
+            json!({"name": "c", "version": 1}),
+            json!({"name": "c", "version": "1", "icons": []}),
+            json!({"version": "1"}),
+            json!({"name": null}),
+            json!({"name": "c", "title": 5}),
+            json!("c"),
+            json!(null),
+        ] {
+            assert_eq!(
+                implementation(v.clone()),
+                serde_json::from_value::<Implementation>(v.clone()).ok(),
+                "{v}"
             );
         }
     }

@@ -167,7 +167,7 @@ async fn batch(
     items: Vec<Result<Message, ErrorResponse>>,
 ) -> Reply {
     let version = header_value(headers, header::PROTOCOL_VERSION);
-    if !matches!(version.as_deref(), None | Some("2025-03-26")) {
+    if !matches!(version, None | Some("2025-03-26")) {
         return error_reply(
             StatusCode::BAD_REQUEST,
             ErrorResponse::new(
@@ -265,10 +265,10 @@ fn error_reply(status: StatusCode, e: ErrorResponse) -> Reply {
 }
 
 /// A header's value, trimmed; `None` when absent or not text.
-fn header_value(headers: &HeaderMap, name: &str) -> Option<String> {
+fn header_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get(name)
-        .map(|v| v.to_str().map(|s| s.trim().to_owned()).unwrap_or_default())
+        .map(|v| v.to_str().map(str::trim).unwrap_or_default())
 }
 
 /// A request checked against its headers and its era's rules, ready to run without them.
@@ -389,11 +389,10 @@ fn check(
     let modern = head.has_meta
         || head.method == methods::SERVER_DISCOVER
         || header_version
-            .as_deref()
             .and_then(ProtocolVersion::parse)
             .is_some_and(ProtocolVersion::is_modern);
     if !modern {
-        let version = match header_version.as_deref() {
+        let version = match header_version {
             // `initialize` negotiates its own revision from its params.
             _ if head.method == methods::INITIALIZE => DEFAULT_WITHOUT_HEADER,
             None => DEFAULT_WITHOUT_HEADER,
@@ -408,7 +407,7 @@ fn check(
         };
         return Ok((Method::parse(head.method, false), version, None));
     }
-    if let Err(detail) = check_modern_headers(headers, header_version.as_deref(), head) {
+    if let Err(detail) = check_modern_headers(headers, header_version, head) {
         return Err((
             StatusCode::BAD_REQUEST,
             ErrorObject::header_mismatch(detail),
@@ -555,7 +554,7 @@ async fn listen(app: &App, bottle: &Bottle, headers: &HeaderMap, req: Request) -
         body: serde_json::to_vec(&Response::error(Some(req.id.clone()), e))
             .expect("responses serialise"),
     };
-    if let Err(detail) = check_modern_headers(headers, header_version.as_deref(), &Head::of(&req)) {
+    if let Err(detail) = check_modern_headers(headers, header_version, &Head::of(&req)) {
         return fail(ErrorObject::header_mismatch(detail));
     }
     let meta = match modern_meta(req.params.as_ref()) {
