@@ -100,13 +100,18 @@ fn read_meta(meta: &Map<String, Value>, version: &Value) -> Result<ModernMeta, E
 /// only the modelled members (the usual case), else by serde, with the same result.
 fn implementation(value: Value) -> Option<Implementation> {
     match value {
-        Value::Object(mut map) if only_modelled_members(&map) => {
-            let mut text = |k: &str| match map.remove(k) {
-                Some(Value::String(s)) => Some(s),
-                _ => None,
-            };
-            let mut info = Implementation::new(text("name")?, text("version").unwrap_or_default());
-            info.title = text("title");
+        Value::Object(map) if only_modelled_members(&map) => {
+            let (mut name, mut version, mut title) = (String::new(), String::new(), None);
+            for (key, value) in map {
+                let Value::String(text) = value else { continue };
+                match key.as_str() {
+                    "name" => name = text,
+                    "version" => version = text,
+                    _ => title = Some(text),
+                }
+            }
+            let mut info = Implementation::new(name, version);
+            info.title = title;
             Some(info)
         }
         other => serde_json::from_value(other).ok(),
