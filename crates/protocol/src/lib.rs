@@ -13,6 +13,10 @@
 //!   error response, by explicit checks on a `serde_json::Value` (no `untagged` enums, so
 //!   every refusal names its problem); batches are capped at [`MAX_BATCH_LEN`] while they
 //!   are read, and [`invalid_batch_error`] answers a batch of garbage once.
+//! - `call`: the hot path, [`parse_tool_call`]: a `tools/call` body read straight into
+//!   borrowed typed fields ([`ToolCall`]) when it has the usual shape (else `None`, and
+//!   [`parse_message`] reads it), and [`TextToolResult`] / [`ResultResponse`], which write a
+//!   tool's answer without building a `Value` tree.
 //! - `version`: the protocol revisions served ([`ProtocolVersion`]), their feature
 //!   switches and [`negotiate`] for `initialize`.
 //! - `lifecycle`: `initialize` params and result, [`Implementation`], [`ServerCapabilities`].
@@ -29,6 +33,7 @@
 //! constructors, then set public fields. Most carry an `extra` map that keeps members this
 //! crate does not model, so decoding and re-encoding loses nothing.
 
+mod call;
 mod classify;
 mod error;
 pub mod header;
@@ -39,6 +44,7 @@ mod tasks;
 mod tools;
 mod version;
 
+pub use call::{CallMeta, ResultResponse, TextToolResult, ToolCall, parse_tool_call};
 pub use classify::{Incoming, MAX_BATCH_LEN, Message, invalid_batch_error, parse_message};
 pub use error::{Error, Result};
 pub use header::decode_header_value;

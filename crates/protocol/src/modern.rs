@@ -83,29 +83,83 @@ fn read_meta(meta: &Map<String, Value>, version: &Value) -> Result<ModernMeta, E
             "_meta field \"{META_PROTOCOL_VERSION}\" must be a string"
         )));
     };
+    let client_capabilities = match meta.get(META_CLIENT_CAPABILITIES) {
+        Some(Value::Object(caps)) => Ok(Some(caps.clone())),
+        Some(_) => Err(NotAnObject),
+        None => Ok(None),
+    };
+    read_meta_parts(
+        requested,
+        client_capabilities,
+        meta.get(META_CLIENT_INFO).cloned(),
+        meta.get(META_LOG_LEVEL).cloned(),
+    )
+}
+
+/// `clientInfo` as an [`Implementation`], `None` when malformed: read by hand when it has
+/// only the modelled members (the usual case), else by serde, with the same result.
+fn implementation(value: Value) -> Option<Implementation> {
+    match value {
+        Value::Object(map) if only_modelled_members(&map) => {
+            let (mut name, mut version, mut title) = (String::new(), String::new(), None);
+            for (key, value) in map {
+                let Value::String(text) = value else { continue };
+                match key.as_str() {
+                    "name" => name = text,
+                    "version" => version = text,
+                    _ => title = Some(text),
+                }
+            }
+            let mut info = Implementation::new(name, version);
+            info.title = title;
+            Some(info)
+        }
+        other => serde_json::from_value(other).ok(),
+    }
+}
+
+/// A string `name`, and besides it at most a string `version` and a string or null `title`.
+fn only_modelled_members(map: &Map<String, Value>) -> bool {
+    map.get("name").is_some_and(Value::is_string)
+        && map.iter().all(|(k, v)| match k.as_str() {
+            "name" | "version" => v.is_string(),
+            "title" => v.is_string() || v.is_null(),
+            _ => false,
+        })
+}
+
+/// A `_meta` member that is there but not a JSON object.
+pub(crate) struct NotAnObject;
+
+/// [`modern_meta`]'s checks and reading, from the members already taken out of `_meta`
+/// (shared with [`crate::parse_tool_call`], so both read a request the same way).
+pub(crate) fn read_meta_parts(
+    requested: &str,
+    client_capabilities: Result<Option<Map<String, Value>>, NotAnObject>,
+    client_info: Option<Value>,
+    log_level: Option<Value>,
+) -> Result<ModernMeta, ErrorObject> {
     let protocol_version = ProtocolVersion::parse(requested)
         .filter(|v| v.is_modern())
         .ok_or_else(|| ErrorObject::unsupported_protocol_version(&SUPPORTED_VERSIONS, requested))?;
-    let client_capabilities = match meta.get(META_CLIENT_CAPABILITIES) {
-        Some(Value::Object(caps)) => caps.clone(),
-        Some(_) => {
+    let client_capabilities = match client_capabilities {
+        Ok(Some(caps)) => caps,
+        Err(NotAnObject) => {
             return Err(ErrorObject::invalid_params(format!(
                 "_meta field \"{META_CLIENT_CAPABILITIES}\" must be an object"
             )));
         }
-        None => {
+        Ok(None) => {
             return Err(ErrorObject::invalid_params(format!(
                 "missing required _meta field \"{META_CLIENT_CAPABILITIES}\""
             )));
         }
     };
-    let client_info = meta
-        .get(META_CLIENT_INFO)
-        .and_then(|v| serde_json::from_value(v.clone()).ok());
-    let log_level = meta
-        .get(META_LOG_LEVEL)
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let client_info = client_info.and_then(implementation);
+    let log_level = match log_level {
+        Some(Value::String(level)) => Some(level),
+        _ => None,
+    };
     Ok(ModernMeta {
         protocol_version,
         client_capabilities,
@@ -314,6 +368,29 @@ mod tests {
                     "supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"],
                     "requested": requested
                 }))
+            );
+        }
+    }
+
+    #[test]
+    fn client_info_read_by_hand_is_what_serde_reads() {
+        for v in [
+            json!({"name": "c", "version": "1"}),
+            json!({"name": "c"}),
+            json!({"name": "c", "version": "1", "title": "T"}),
+            json!({"name": "c", "version": "1", "title": null}),
+            json!({"name": "c", "version": 1}),
+            json!({"name": "c", "version": "1", "icons": []}),
+            json!({"version": "1"}),
+            json!({"name": null}),
+            json!({"name": "c", "title": 5}),
+            json!("c"),
+            json!(null),
+        ] {
+            assert_eq!(
+                implementation(v.clone()),
+                serde_json::from_value::<Implementation>(v.clone()).ok(),
+                "{v}"
             );
         }
     }

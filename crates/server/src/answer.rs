@@ -4,15 +4,20 @@
 
 mod allowed;
 mod status;
+mod structured;
 
 pub(crate) use allowed::already_allowed;
 
 use serde_json::{Map, Value, json};
-use supervise_protocol::{CallToolResult, Content, ProtocolVersion};
+use supervise_protocol::{
+    CallToolResult, Content, Implementation, ProtocolVersion, TextToolResult,
+};
 use supervise_store::present::describe;
 use supervise_store::{Kind, Proposal, Status, StoreError};
 
 pub(crate) use status::AnswerStatus;
+use structured::ProposalForm;
+pub(crate) use structured::Structured;
 
 /// One tool answer, before it is shaped for a protocol revision.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +25,7 @@ pub(crate) struct Answer {
     /// The proposal's status, `Unknown` or `Refused`; `None` for list-proposals.
     pub(crate) status: Option<AnswerStatus>,
     pub(crate) text: String,
-    pub(crate) structured: Value,
+    pub(crate) structured: Structured,
 }
 
 impl Answer {
@@ -33,13 +38,30 @@ impl Answer {
     pub(crate) fn into_result(self, version: ProtocolVersion) -> CallToolResult {
         let is_error = self.is_error();
         CallToolResult::new(vec![Content::text(self.text)])
-            .with_structured_content(self.structured)
+            .with_structured_content(self.structured.into_value())
             .with_is_error(is_error)
             .for_version(version)
     }
 
+    /// The `tools/call` result for `version`, written to the wire straight from this answer:
+    /// the bytes of [`Answer::into_result_value`] (and in 2026-07-28 of `modern_result` with
+    /// `server_info`, which `server_info` is given for) without building that tree.
+    pub(crate) fn to_wire<'a>(
+        &'a self,
+        version: ProtocolVersion,
+        server_info: Option<&'a Implementation>,
+    ) -> TextToolResult<'a, Structured> {
+        TextToolResult {
+            text: &self.text,
+            structured: version.has_structured_content().then_some(&self.structured),
+            is_error: self.is_error(),
+            modern: server_info,
+        }
+    }
+
     /// [`Answer::into_result`] as the JSON it serialises to, built by moving the text and
-    /// the structured content into place instead of copying them through `to_value`.
+    /// the structured content into place: the reference [`Answer::to_wire`] is held to.
+    #[cfg(test)]
     pub(crate) fn into_result_value(self, version: ProtocolVersion) -> Value {
         let is_error = self.is_error();
         let mut text = Map::new();
@@ -48,7 +70,7 @@ impl Answer {
         let mut out = Map::new();
         out.insert("content".into(), Value::Array(vec![Value::Object(text)]));
         if version.has_structured_content() {
-            out.insert("structuredContent".into(), self.structured);
+            out.insert("structuredContent".into(), self.structured.into_value());
         }
         out.insert("isError".into(), Value::Bool(is_error));
         Value::Object(out)
@@ -88,23 +110,6 @@ pub(crate) fn proposal_json(p: &Proposal, status: AnswerStatus) -> Value {
         p.kind,
         p.change.as_object().cloned().unwrap_or_default(),
         p.justification.clone(),
-        p.decision.as_ref(),
-    )
-}
-
-/// [`proposal_json`] for a proposal no longer needed: its id, change and justification are
-/// moved into place rather than copied.
-fn into_proposal_json(p: Proposal, status: AnswerStatus) -> Value {
-    let change = match p.change {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    structured(
-        p.id.into(),
-        status,
-        p.kind,
-        change,
-        p.justification,
         p.decision.as_ref(),
     )
 }
@@ -154,7 +159,7 @@ fn answer(status: AnswerStatus, p: &Proposal, body: String, next: String) -> Ans
     Answer {
         status: Some(status),
         text: with_next(body, &next),
-        structured: proposal_json(p, status),
+        structured: Structured::Json(proposal_json(p, status)),
     }
 }
 
@@ -190,7 +195,17 @@ pub(crate) fn pending(p: Proposal) -> Answer {
     Answer {
         status: Some(AnswerStatus::Pending),
         text: with_next(body, &next),
-        structured: into_proposal_json(p, AnswerStatus::Pending),
+        structured: Structured::Proposal(Box::new(ProposalForm {
+            id: p.id.into(),
+            status: AnswerStatus::Pending,
+            kind: p.kind,
+            change: match p.change {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            justification: p.justification,
+            decision: p.decision,
+        })),
     }
 }
 
@@ -331,7 +346,9 @@ pub(crate) fn unknown(id: &str) -> Answer {
              bottle, or its answer was already delivered (a decision is delivered once).\nNext: \
              do not poll this id again; call list-proposals to see your open proposals."
         ),
-        structured: json!({ "proposal_id": id, "status": AnswerStatus::Unknown.as_str() }),
+        structured: Structured::Json(
+            json!({ "proposal_id": id, "status": AnswerStatus::Unknown.as_str() }),
+        ),
     }
 }
 
@@ -348,7 +365,7 @@ pub(crate) fn refused(error: impl Into<String>, field: Option<&str>, next: &str)
     Answer {
         status: Some(AnswerStatus::Refused),
         text: with_next(format!("Refused: {error}"), next),
-        structured: Value::Object(structured),
+        structured: Structured::Json(Value::Object(structured)),
     }
 }
 
@@ -430,7 +447,7 @@ pub(crate) fn list(proposals: &[Proposal]) -> Answer {
     Answer {
         status: None,
         text,
-        structured: json!({ "proposals": items }),
+        structured: Structured::Json(json!({ "proposals": items })),
     }
 }
 
@@ -453,7 +470,7 @@ mod tests {
             let a = Answer {
                 status: Some(status),
                 text: String::new(),
-                structured: Value::Null,
+                structured: Structured::Json(Value::Null),
             };
             assert_eq!(a.is_error(), want, "{status}");
         }
@@ -481,7 +498,7 @@ mod tests {
     fn refused_names_the_field_and_ends_with_next() {
         let a = refused("invalid port: too big", Some("port"), "fix it.");
         assert_eq!(
-            a.structured,
+            a.structured.to_value(),
             json!({"status": "refused", "error": "invalid port: too big", "field": "port"})
         );
         assert!(a.text.ends_with("\nNext: fix it."));

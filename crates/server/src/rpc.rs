@@ -15,24 +15,29 @@
 // once, so its size on the stack costs nothing worth a box.
 #![allow(clippy::result_large_err)]
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::future::join_all;
 use http::{HeaderMap, StatusCode};
-use serde_json::Value;
 use supervise_protocol::{
-    DEFAULT_WITHOUT_HEADER, ErrorCode, ErrorObject, ErrorResponse, Incoming, MAX_BATCH_LEN,
-    Message, ModernMeta, ProtocolVersion, Request, RequestId, Response, SUPPORTED_VERSIONS,
-    decode_header_value, header, invalid_batch_error, is_modern_request, methods, modern_meta,
-    modern_result, parse_message, requested_version,
+    ErrorCode, ErrorObject, ErrorResponse, Incoming, MAX_BATCH_LEN, Message, ModernMeta,
+    ProtocolVersion, Request, RequestId, Response, ResultResponse, ToolCall, header,
+    invalid_batch_error, is_modern_request, methods, modern_meta, modern_result, parse_message,
+    parse_tool_call,
 };
 use supervise_store::Bottle;
 use supervise_store::text::escape_untrusted;
 
+mod era;
+
+use era::{Head, check, check_modern_headers, header_value};
+
+use crate::answer::Answer;
 use crate::app::App;
 use crate::config::MAX_BATCH_ANSWER_BYTES;
-use crate::methods::{Ctx, Method};
+use crate::methods::{Ctx, Method, Output, Params};
 
 /// What to send back.
 #[derive(Debug)]
@@ -75,10 +80,10 @@ pub(crate) async fn handle(app: &App, read: Box<Read>) -> Reply {
         }
         Classified::Ready(ready) => ready,
     };
-    let (status, response) = run(app, bottle, ready).await;
+    let (status, answered) = run(app, bottle, ready).await;
     Reply::Json {
         status,
-        body: serde_json::to_vec(&response).expect("responses serialise"),
+        body: answered.to_vec(app),
     }
 }
 
@@ -95,6 +100,19 @@ enum Classified {
 }
 
 fn classify(headers: HeaderMap, body: Bytes) -> Classified {
+    // The hot request first, read without a `Value` tree when it has the usual shape.
+    if let Some(call) = parse_tool_call(&body) {
+        tracing::Span::current().record("rpc_method", methods::TOOLS_CALL);
+        let prepared = prepare_call(&headers, call);
+        drop(body);
+        return match prepared {
+            Ok(ready) => Classified::Ready(Box::new(ready)),
+            Err((status, response)) => Classified::Reply(Reply::Json {
+                status,
+                body: serde_json::to_vec(&response).expect("responses serialise"),
+            }),
+        };
+    }
     let incoming = parse_message(&body);
     drop(body);
     let incoming = match incoming {
@@ -151,7 +169,7 @@ async fn batch(
     items: Vec<Result<Message, ErrorResponse>>,
 ) -> Reply {
     let version = header_value(headers, header::PROTOCOL_VERSION);
-    if !matches!(version.as_deref(), None | Some("2025-03-26")) {
+    if !matches!(version, None | Some("2025-03-26")) {
         return error_reply(
             StatusCode::BAD_REQUEST,
             ErrorResponse::new(
@@ -230,7 +248,10 @@ async fn batch_item(
             Some(req.id),
             ErrorObject::invalid_request("a 2026-07-28 request cannot be part of a batch"),
         ),
-        Ok(Message::Request(req)) => request(app, bottle, headers, req).await.1,
+        Ok(Message::Request(req)) => {
+            let answered = request(app, bottle, headers, req).await.1;
+            return Some((answered.id().cloned(), answered.to_vec(app)));
+        }
     };
     Some((
         response.id.clone(),
@@ -245,18 +266,11 @@ fn error_reply(status: StatusCode, e: ErrorResponse) -> Reply {
     }
 }
 
-/// A header's value, trimmed; `None` when absent or not text.
-fn header_value(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get(name)
-        .map(|v| v.to_str().map(|s| s.trim().to_owned()).unwrap_or_default())
-}
-
 /// A request checked against its headers and its era's rules, ready to run without them.
 struct Ready {
     id: RequestId,
-    name: String,
-    params: Option<Value>,
+    name: Cow<'static, str>,
+    params: Params,
     method: Method,
     version: ProtocolVersion,
     modern: Option<ModernMeta>,
@@ -265,106 +279,119 @@ struct Ready {
 /// A request refused before it runs: the HTTP status and the answer.
 type Refused = (StatusCode, Response);
 
+/// A request's answer, not yet serialised.
+enum Answered {
+    /// Any answer, as JSON.
+    Response(Response),
+    /// A tool's answer, written from its parts.
+    Tool {
+        id: RequestId,
+        answer: Answer,
+        version: ProtocolVersion,
+        modern: bool,
+    },
+}
+
+impl Answered {
+    fn id(&self) -> Option<&RequestId> {
+        match self {
+            Answered::Response(r) => r.id.as_ref(),
+            Answered::Tool { id, .. } => Some(id),
+        }
+    }
+
+    /// The JSON body: for a tool's answer, the same bytes as the `Value` the general path
+    /// builds (`Answer::into_result_value`, then `modern_result` in 2026-07-28).
+    fn to_vec(&self, app: &App) -> Vec<u8> {
+        match self {
+            Answered::Response(r) => serde_json::to_vec(r).expect("responses serialise"),
+            Answered::Tool {
+                id,
+                answer,
+                version,
+                modern,
+            } => {
+                let result = answer.to_wire(*version, modern.then_some(&app.server_info));
+                // Sized for a usual answer (a pending poll's is about 1 KiB), so it is
+                // written without growing.
+                let mut body = Vec::with_capacity(2048);
+                serde_json::to_writer(
+                    &mut body,
+                    &ResultResponse {
+                        id,
+                        result: &result,
+                    },
+                )
+                .expect("responses serialise");
+                body
+            }
+        }
+    }
+}
+
 async fn request(
     app: &App,
     bottle: &Bottle,
     headers: &HeaderMap,
     req: Request,
-) -> (StatusCode, Response) {
+) -> (StatusCode, Answered) {
     match prepare(headers, req) {
         Ok(ready) => run(app, bottle, Box::new(ready)).await,
-        Err(refused) => refused,
+        Err((status, response)) => (status, Answered::Response(response)),
     }
 }
 
-/// The era of `req`, and in 2026-07-28 its header and `_meta` checks.
+/// A request read by the general path, checked.
 fn prepare(headers: &HeaderMap, req: Request) -> Result<Ready, Refused> {
-    let header_version = header_value(headers, header::PROTOCOL_VERSION);
-    let modern = is_modern_request(req.params.as_ref())
-        || req.method == methods::SERVER_DISCOVER
-        || header_version
-            .as_deref()
-            .and_then(ProtocolVersion::parse)
-            .is_some_and(ProtocolVersion::is_modern);
-    if modern {
-        prepare_modern(headers, header_version, req)
-    } else {
-        prepare_legacy(header_version, req)
+    let checked = check(headers, &Head::of(&req), || {
+        modern_meta(req.params.as_ref())
+    });
+    match checked {
+        Ok((method, version, modern)) => Ok(Ready {
+            id: req.id,
+            name: Cow::Owned(req.method),
+            params: Params::Tree(req.params),
+            method,
+            version,
+            modern,
+        }),
+        Err((status, e)) => Err((status, Response::error(Some(req.id), e))),
     }
 }
 
-fn prepare_legacy(header_version: Option<String>, req: Request) -> Result<Ready, Refused> {
-    let version = match header_version.as_deref() {
-        // `initialize` negotiates its own revision from its params.
-        _ if req.method == methods::INITIALIZE => DEFAULT_WITHOUT_HEADER,
-        None => DEFAULT_WITHOUT_HEADER,
-        Some(v) => match ProtocolVersion::parse(v).filter(|v| v.is_legacy()) {
-            Some(v) => v,
-            None => {
-                return Err((
-                    StatusCode::BAD_REQUEST,
-                    Response::error(
-                        Some(req.id),
-                        ErrorObject::unsupported_protocol_version(&SUPPORTED_VERSIONS, v),
-                    ),
-                ));
-            }
-        },
+/// A `tools/call` read by [`parse_tool_call`], checked exactly as [`prepare`] checks the
+/// same request read by the general path.
+fn prepare_call(headers: &HeaderMap, call: ToolCall<'_>) -> Result<Ready, Refused> {
+    let head = Head {
+        method: methods::TOOLS_CALL,
+        has_meta: call.meta.is_some(),
+        requested_version: call.meta.as_ref().map(|m| m.requested_version),
+        tool_name: Some(call.name),
+        task_id: None,
     };
-    Ok(Ready {
-        method: Method::parse(&req.method, false),
-        id: req.id,
-        name: req.method,
-        params: req.params,
-        version,
-        modern: None,
-    })
+    let ToolCall {
+        id,
+        name,
+        arguments,
+        meta,
+    } = call;
+    match check(headers, &head, || meta.map(|m| m.meta)) {
+        Ok((method, version, modern)) => Ok(Ready {
+            id,
+            name: Cow::Borrowed(methods::TOOLS_CALL),
+            params: Params::ToolCall {
+                tool: name.to_owned(),
+                arguments,
+            },
+            method,
+            version,
+            modern,
+        }),
+        Err((status, e)) => Err((status, Response::error(Some(id), e))),
+    }
 }
 
-fn prepare_modern(
-    headers: &HeaderMap,
-    header_version: Option<String>,
-    req: Request,
-) -> Result<Ready, Refused> {
-    let fail =
-        |status: StatusCode, e: ErrorObject| (status, Response::error(Some(req.id.clone()), e));
-    if let Err(detail) = check_modern_headers(headers, header_version.as_deref(), &req) {
-        return Err(fail(
-            StatusCode::BAD_REQUEST,
-            ErrorObject::header_mismatch(detail),
-        ));
-    }
-    let meta = match modern_meta(req.params.as_ref()) {
-        None => {
-            return Err(fail(
-                StatusCode::BAD_REQUEST,
-                ErrorObject::invalid_params(format!(
-                    "missing required _meta field \"{}\" (2026-07-28 requests carry their protocol metadata in params._meta)",
-                    supervise_protocol::META_PROTOCOL_VERSION
-                )),
-            ));
-        }
-        Some(Err(e)) => return Err(fail(StatusCode::BAD_REQUEST, e)),
-        Some(Ok(meta)) => meta,
-    };
-    let method = Method::parse(&req.method, true);
-    if method == Method::Unknown {
-        return Err(fail(
-            StatusCode::NOT_FOUND,
-            ErrorObject::method_not_found(&req.method),
-        ));
-    }
-    Ok(Ready {
-        id: req.id,
-        name: req.method,
-        params: req.params,
-        method,
-        version: meta.protocol_version,
-        modern: Some(meta),
-    })
-}
-
-async fn run(app: &App, bottle: &Bottle, ready: Box<Ready>) -> (StatusCode, Response) {
+async fn run(app: &App, bottle: &Bottle, ready: Box<Ready>) -> (StatusCode, Answered) {
     let Ready {
         id,
         name,
@@ -381,13 +408,34 @@ async fn run(app: &App, bottle: &Bottle, ready: Box<Ready>) -> (StatusCode, Resp
         modern,
     };
     match method.call(&name, &ctx, params).await {
-        Ok(result) if is_modern => (
+        Ok(Output::Tool(answer)) => (
             StatusCode::OK,
-            Response::result(id, modern_result(result, &app.server_info)),
+            Answered::Tool {
+                id,
+                answer,
+                version,
+                modern: is_modern,
+            },
         ),
-        Ok(result) => (StatusCode::OK, Response::result(id, result)),
-        Err(e) if is_modern => (modern_error_status(&e), Response::error(Some(id), e)),
-        Err(e) => (StatusCode::OK, Response::error(Some(id), e)),
+        Ok(Output::Value(result)) if is_modern => (
+            StatusCode::OK,
+            Answered::Response(Response::result(
+                id,
+                modern_result(result, &app.server_info),
+            )),
+        ),
+        Ok(Output::Value(result)) => (
+            StatusCode::OK,
+            Answered::Response(Response::result(id, result)),
+        ),
+        Err(e) if is_modern => (
+            modern_error_status(&e),
+            Answered::Response(Response::error(Some(id), e)),
+        ),
+        Err(e) => (
+            StatusCode::OK,
+            Answered::Response(Response::error(Some(id), e)),
+        ),
     }
 }
 
@@ -411,7 +459,7 @@ async fn listen(app: &App, bottle: &Bottle, headers: &HeaderMap, req: Request) -
         body: serde_json::to_vec(&Response::error(Some(req.id.clone()), e))
             .expect("responses serialise"),
     };
-    if let Err(detail) = check_modern_headers(headers, header_version.as_deref(), &req) {
+    if let Err(detail) = check_modern_headers(headers, header_version, &Head::of(&req)) {
         return fail(ErrorObject::header_mismatch(detail));
     }
     let meta = match modern_meta(req.params.as_ref()) {
@@ -431,82 +479,4 @@ async fn listen(app: &App, bottle: &Bottle, headers: &HeaderMap, req: Request) -
         Ok(rx) => Reply::Stream(rx),
         Err(e) => fail(e),
     }
-}
-
-/// The 2026-07-28 request headers must mirror the body: `MCP-Protocol-Version` = `_meta`
-/// version, `Mcp-Method` = `method`, `Mcp-Name` = `params.name` for `tools/call`, and
-/// `Mcp-Name`, when sent, = `params.taskId` for `tasks/get|cancel|update` (some clients
-/// send none there, which is tolerated).
-fn check_modern_headers(
-    headers: &HeaderMap,
-    header_version: Option<&str>,
-    req: &Request,
-) -> Result<(), String> {
-    match header_value(headers, header::METHOD) {
-        None => {
-            return Err(format!(
-                "missing Mcp-Method header (body method is {:?})",
-                req.method
-            ));
-        }
-        Some(m) if m != req.method => {
-            return Err(format!(
-                "Mcp-Method header {m:?} does not match body method {:?}",
-                req.method
-            ));
-        }
-        Some(_) => {}
-    }
-    let Some(header_version) = header_version else {
-        return Err("missing MCP-Protocol-Version header".into());
-    };
-    if let Some(body_version) = requested_version(req.params.as_ref())
-        && body_version != header_version
-    {
-        return Err(format!(
-            "MCP-Protocol-Version header {header_version:?} does not match _meta protocolVersion {body_version:?}"
-        ));
-    }
-    if req.method == methods::TOOLS_CALL
-        && let Some(name) = req
-            .params
-            .as_ref()
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-    {
-        let raw = headers
-            .get(header::NAME)
-            .ok_or_else(|| format!("missing Mcp-Name header (body params.name is {name:?})"))?;
-        let raw = raw
-            .to_str()
-            .map_err(|_| "Mcp-Name header is not visible ASCII".to_string())?;
-        let decoded = decode_header_value(raw).map_err(|e| format!("failed to {e}"))?;
-        if decoded != name {
-            return Err(format!(
-                "Mcp-Name header {decoded:?} does not match body params.name {name:?}"
-            ));
-        }
-    }
-    if matches!(
-        req.method.as_str(),
-        methods::TASKS_GET | methods::TASKS_CANCEL | methods::TASKS_UPDATE
-    ) && let Some(raw) = headers.get(header::NAME)
-    {
-        let task_id = req
-            .params
-            .as_ref()
-            .and_then(|p| p.get("taskId"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let raw = raw
-            .to_str()
-            .map_err(|_| "Mcp-Name header is not visible ASCII".to_string())?;
-        let decoded = decode_header_value(raw).map_err(|e| format!("failed to {e}"))?;
-        if decoded != task_id {
-            return Err(format!(
-                "Mcp-Name header {decoded:?} does not match body params.taskId {task_id:?}"
-            ));
-        }
-    }
-    Ok(())
 }

@@ -40,6 +40,6 @@ pub(crate) fn already_allowed(grant: &Grant, justification: String) -> Answer {
     Answer {
         status: Some(AnswerStatus::Approved),
         text: with_next(body, &format!("go ahead: {what} is allowed {until}.")),
-        structured: Value::Object(out),
+        structured: super::Structured::Json(Value::Object(out)),
     }
 }

@@ -14,8 +14,32 @@ mod tools_call;
 mod tools_list;
 
 pub(crate) use ctx::Ctx;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use supervise_protocol::{ErrorObject, methods};
+
+use crate::answer::Answer;
+
+/// A request's `params`, as the request was read.
+#[derive(Debug)]
+pub(crate) enum Params {
+    /// Read by the general path (`parse_message`): the whole `params`, when present.
+    Tree(Option<Value>),
+    /// A `tools/call` read by `parse_tool_call`: the tool's name and arguments (the `_meta`
+    /// it needs is in [`Ctx`]).
+    ToolCall {
+        tool: String,
+        arguments: Map<String, Value>,
+    },
+}
+
+/// A method's result.
+#[derive(Debug)]
+pub(crate) enum Output {
+    /// Any result, as JSON.
+    Value(Value),
+    /// A tool's answer, written to the wire straight from its parts (`Answer::to_wire`).
+    Tool(Answer),
+}
 
 /// The methods served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,14 +92,22 @@ impl Method {
         self,
         name: &str,
         ctx: &Ctx<'_>,
-        params: Option<Value>,
-    ) -> Result<Value, ErrorObject> {
+        params: Params,
+    ) -> Result<Output, ErrorObject> {
+        let params = match params {
+            Params::Tree(params) => params,
+            Params::ToolCall { tool, arguments } => {
+                // Only `tools/call` is read by the shortcut.
+                debug_assert_eq!(self, Method::ToolsCall);
+                return tools_call::call_read(ctx, tool, arguments).await;
+            }
+        };
         let params_ref = params.as_ref();
-        match self {
+        let result = match self {
             Method::Initialize => initialize::call(ctx, params_ref),
             Method::Ping => Ok(ping::call()),
             Method::ToolsList => Ok(tools_list::call(ctx)),
-            Method::ToolsCall => tools_call::call(ctx, params).await,
+            Method::ToolsCall => return tools_call::call(ctx, params).await,
             Method::Discover => Ok(discover::call(ctx)),
             Method::PromptsList => Ok(empty::list(ctx, "prompts")),
             Method::ResourcesList => Ok(empty::list(ctx, "resources")),
@@ -86,6 +118,7 @@ impl Method {
             Method::TasksCancel => Box::pin(tasks_cancel::call(ctx, params_ref)).await,
             Method::TasksUpdate => tasks_update::call(ctx, params_ref),
             Method::Unknown => Err(ErrorObject::method_not_found(name)),
-        }
+        };
+        result.map(Output::Value)
     }
 }

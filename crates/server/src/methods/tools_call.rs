@@ -6,11 +6,24 @@ use serde_json::{Map, Value};
 use supervise_protocol::{CallToolParams, ErrorObject, methods, parse_params};
 use supervise_store::text::escape_untrusted;
 
+use super::Output;
 use super::ctx::Ctx;
 use crate::grace::{Filed, Wait};
 use crate::{task, tools};
 
-pub(crate) async fn call(ctx: &Ctx<'_>, params: Option<Value>) -> Result<Value, ErrorObject> {
+/// A call whose name and arguments were read by `parse_tool_call`.
+pub(crate) async fn call_read(
+    ctx: &Ctx<'_>,
+    tool: String,
+    arguments: Map<String, Value>,
+) -> Result<Output, ErrorObject> {
+    let parsed = tools::parse(&tool, &arguments);
+    // The call holds only its typed arguments from here, also while it waits.
+    drop(arguments);
+    call_parsed(ctx, &tool, parsed).await
+}
+
+pub(crate) async fn call(ctx: &Ctx<'_>, params: Option<Value>) -> Result<Output, ErrorObject> {
     let empty = Map::new();
     let (name, parsed) = match name_and_arguments(params.as_ref(), &empty) {
         Some((name, args)) => (name.to_owned(), tools::parse(name, args)),
@@ -54,7 +67,7 @@ async fn call_parsed(
     ctx: &Ctx<'_>,
     name: &str,
     parsed: Option<Result<tools::Call, crate::answer::Answer>>,
-) -> Result<Value, ErrorObject> {
+) -> Result<Output, ErrorObject> {
     let answer = match parsed {
         None => {
             return Err(ErrorObject::invalid_params(format!(
@@ -78,9 +91,10 @@ async fn call_parsed(
         Filed::Task(t, p) => {
             tracing::debug!(tool = ?escape_untrusted(name), "tool answered with a task");
             return serde_json::to_value(task::created(ctx.app.config.task_poll_interval, &t, &p))
+                .map(Output::Value)
                 .map_err(ErrorObject::internal);
         }
     };
     tracing::debug!(tool = ?escape_untrusted(name), status = answer.status.map_or("list", crate::answer::AnswerStatus::as_str), "tool answered");
-    Ok(answer.into_result_value(ctx.version))
+    Ok(Output::Tool(answer))
 }

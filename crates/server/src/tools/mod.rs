@@ -141,7 +141,8 @@ mod tests {
                     Some(answer::AnswerStatus::Refused),
                     "{tool} {args}"
                 );
-                let field = refused.structured["field"].as_str().unwrap_or("");
+                let structured = refused.structured.to_value();
+                let field = structured["field"].as_str().unwrap_or("");
                 assert!(
                     field == "proposal_id" || field == "extra",
                     "{tool} {args}: {field}"
