@@ -259,6 +259,7 @@ impl Helper {
             busy_timeout: BUSY_TIMEOUT,
             max_connections: 2,
             host: self.host.clone(),
+            server_limits: true,
             ..StoreOptions::default()
         };
         match Store::open(&self.db, options).await {
