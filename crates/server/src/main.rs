@@ -238,6 +238,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // One server per database on a host (a second one would tell waiting calls `unknown`
     // for decisions the first delivered, and run every hook twice): held until exit.
     let _claim = store.claim_server().await?;
+    // The helpers on this host (the proxy's, the gate) apply the same cooldown.
+    store
+        .record_limits()
+        .await
+        .context("cannot record the server's limits in the database")?;
     for (slug, ip) in &args.bottles {
         match store.register_bottle(slug, *ip).await {
             Ok((b, how)) => {

@@ -31,6 +31,7 @@ mod fresh;
 mod gate;
 mod gate_installs;
 mod grants;
+mod host_settings;
 mod multirow;
 mod operators;
 mod pg;
@@ -117,6 +118,13 @@ pub struct StoreOptions {
     /// hostname; on SQLite the host the file records (`meta.host`: whoever first opened
     /// it, so a renamed machine or a container with a random hostname keeps its bottles).
     pub host: Option<String>,
+    /// Apply the reject cooldown this host's server recorded at its start
+    /// (`host_settings`, read in each filing transaction) instead of
+    /// `limits.reject_cooldown`, which then holds only while no server of this host has
+    /// recorded one: the CLI's processes (the proxy's helpers, the gate) set it, so they
+    /// hold back re-filing exactly as long as the server does. The server leaves it off
+    /// and records its own ([`Store::record_limits`]).
+    pub server_limits: bool,
 }
 
 impl Default for StoreOptions {
@@ -128,6 +136,7 @@ impl Default for StoreOptions {
             max_connections: 8,
             limits: ProposalLimits::default(),
             host: None,
+            server_limits: false,
         }
     }
 }
@@ -378,7 +387,8 @@ impl Store {
         self.inner.location.backend()
     }
 
-    /// The limits `propose` applies.
+    /// The limits this store was opened with (with [`StoreOptions::server_limits`], a
+    /// filing applies the reject cooldown its host's server recorded instead).
     pub fn limits(&self) -> ProposalLimits {
         self.inner.limits
     }

@@ -13,25 +13,16 @@ use anyhow::Result;
 use supervise_store::HttpRequest;
 
 use super::Ctx;
-use super::egress_helper::{Helper, Options, Verdict, stdin_lines};
+use super::egress_helper::{Helper, Options, Verdict, serve};
 use super::squid::quote;
 
 /// Runs the helper until stdin closes.
 pub async fn run(ctx: &Ctx, options: Options, out: &mut dyn Write) -> Result<()> {
-    let mut rx = stdin_lines();
     let options = Options {
         intercept: true,
         ..options
     };
-    let mut helper = Helper::new("decide", ctx.db.clone(), ctx.host.clone(), options);
-    while let Some(line) = rx.recv().await {
-        let mut answer = answer(&mut helper, &line).await;
-        answer.push('\n');
-        out.write_all(answer.as_bytes())?;
-        out.flush()?;
-    }
-    helper.close().await;
-    Ok(())
+    serve("decide", ctx, options, out, answer).await
 }
 
 /// One parsed line.

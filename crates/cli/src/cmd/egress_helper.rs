@@ -1,13 +1,14 @@
-//! What the proxies' line helpers (`squid-acl`, `decide`) share: one lookup answered from
-//! the store's one egress decision (remembered by the store while the database is
-//! unchanged), the `observed` proposal filed for a refusal, the `grant-used` record, and a
-//! store that is opened lazily, never created, and reopened when the file is replaced.
+//! What the proxies' line helpers (`squid-acl`, `decide`) share: the loop that reads stdin
+//! and answers each line in order ([`serve`]), one lookup answered from the store's one
+//! egress decision (remembered by the store while the database is unchanged), the
+//! `observed` proposal filed for a refusal, the `grant-used` record, and a store that is
+//! opened lazily, never created, and reopened when the file is replaced.
 //!
 //! A busy, missing or moved database is a refusal with a message (the safe answer), never
 //! an exit: the next lookup tries again.
 
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -17,6 +18,8 @@ use supervise_store::{
     Bottle, BottleId, BottleRef, DenyReason, EgressDecision, GrantId, HttpRequest, ProposalId,
     Proposed, REFUSAL_EVERY, Store, StoreError, StoreOptions,
 };
+
+use super::Ctx;
 
 /// A lookup waits this long for another process's lock before answering a refusal: the
 /// proxy queues the lookups behind it, so a long wait would stall every client.
@@ -51,9 +54,30 @@ pub enum Verdict {
     },
 }
 
+/// Runs a line helper (`name`, for messages) until stdin closes: each line is answered by
+/// `answer`, in order, and the answer written and flushed at once (the proxy waits for it).
+pub async fn serve(
+    name: &'static str,
+    ctx: &Ctx,
+    options: Options,
+    out: &mut dyn Write,
+    answer: impl AsyncFn(&mut Helper, &str) -> String,
+) -> anyhow::Result<()> {
+    let mut rx = stdin_lines();
+    let mut helper = Helper::new(name, ctx.db.clone(), ctx.host.clone(), options);
+    while let Some(line) = rx.recv().await {
+        let mut reply = answer(&mut helper, &line).await;
+        reply.push('\n');
+        out.write_all(reply.as_bytes())?;
+        out.flush()?;
+    }
+    helper.close().await;
+    Ok(())
+}
+
 /// Reads stdin on a thread of its own (so the runtime stays free for the store's
 /// background work between lookups) and hands each line over.
-pub fn stdin_lines() -> tokio::sync::mpsc::Receiver<String> {
+fn stdin_lines() -> tokio::sync::mpsc::Receiver<String> {
     let (tx, rx) = tokio::sync::mpsc::channel::<String>(64);
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
@@ -259,6 +283,7 @@ impl Helper {
             busy_timeout: BUSY_TIMEOUT,
             max_connections: 2,
             host: self.host.clone(),
+            server_limits: true,
             ..StoreOptions::default()
         };
         match Store::open(&self.db, options).await {

@@ -100,6 +100,7 @@ impl Ctx {
             create,
             max_connections: 2,
             host: self.host.clone(),
+            server_limits: true,
             ..Default::default()
         }
     }

@@ -14,27 +14,18 @@ use std::net::IpAddr;
 use anyhow::Result;
 
 use super::Ctx;
-use super::egress_helper::{Helper, Options, Verdict, stdin_lines};
+use super::egress_helper::{Helper, Options, Verdict, serve};
 
 /// Longest `message=` text sent back to Squid.
 const MAX_MESSAGE: usize = 300;
 
 /// Runs the helper until stdin closes.
 pub async fn run(ctx: &Ctx, options: Options, out: &mut dyn Write) -> Result<()> {
-    let mut rx = stdin_lines();
     let options = Options {
         intercept: false,
         ..options
     };
-    let mut helper = Helper::new("squid-acl", ctx.db.clone(), ctx.host.clone(), options);
-    while let Some(line) = rx.recv().await {
-        let mut answer = answer(&mut helper, &line).await;
-        answer.push('\n');
-        out.write_all(answer.as_bytes())?;
-        out.flush()?;
-    }
-    helper.close().await;
-    Ok(())
+    serve("squid-acl", ctx, options, out, answer).await
 }
 
 /// The reply to one line. Squid cannot see requests: a grant limited to methods or paths

@@ -211,9 +211,10 @@ impl Store {
         p.observed = true;
         let mut w = self.write().await?;
         let now = Timestamp::now();
+        let limits = self.limits_in(w.conn()).await?;
         // An operator who revoked this change within the cooldown is not asked again by
         // the proxy (a rejection within it is answered by `propose_in` below).
-        if let Some(cooldown) = self.inner.limits.reject_cooldown {
+        if let Some(cooldown) = limits.reject_cooldown {
             let revoked: Option<i64> = sqlx::query_scalar(
                 "SELECT 1 FROM grants WHERE bottle_id = $1 AND kind = 'egress' AND change = $2 \
                  AND end_reason = 'revoked' AND ended_at > $3 LIMIT 1",
@@ -229,7 +230,7 @@ impl Store {
         }
         let rules = self.in_force(w.conn()).await?;
         let filing = Filing {
-            limits: &self.inner.limits,
+            limits: &limits,
             rules: rules.as_deref(),
             deliver: false,
         };

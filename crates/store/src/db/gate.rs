@@ -57,8 +57,9 @@ impl Store {
         }
         // Each uncovered update is filed first: a rule may approve it, covering it.
         let rules = self.in_force(w.conn()).await?;
+        let limits = self.limits_in(w.conn()).await?;
         let filing = Filing {
-            limits: &self.inner.limits,
+            limits: &limits,
             rules: rules.as_deref(),
             deliver: false,
         };

@@ -74,8 +74,9 @@ impl Store {
         let mut w = self.write().await?;
         let now = Timestamp::now();
         let rules = self.in_force(w.conn()).await?;
+        let limits = self.limits_in(w.conn()).await?;
         let filing = Filing {
-            limits: &self.inner.limits,
+            limits: &limits,
             rules: rules.as_deref(),
             deliver: true,
         };

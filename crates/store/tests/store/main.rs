@@ -33,5 +33,6 @@ mod quorum;
 mod review;
 mod rules;
 mod scope;
+mod server_limits;
 mod tasks;
 mod trail;

@@ -11,6 +11,7 @@
 //! - `busy`: a write lock held by another process;
 //! - `gate`: the git gate with real git, the bottle on MCP and the operator on the CLI;
 //! - `console`: the review console in real Chromium and its API, beside the CLI and an agent;
+//! - `cooldown`: the proxy's helpers apply the `--reject-cooldown` the server recorded;
 //! - `systemd`: the units in `contrib/systemd/` verify and score "OK".
 //!
 //! Run one with a filter: `cargo test -p supervise-tests --test suite -- crash::`.
@@ -19,6 +20,7 @@ mod backpressure;
 mod bad_input;
 mod busy;
 mod console;
+mod cooldown;
 mod crash;
 mod delivery;
 mod e2e;
