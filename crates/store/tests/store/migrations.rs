@@ -308,3 +308,49 @@ async fn postgres_schema_is_created_once_and_guarded() {
     .unwrap();
     assert_eq!(tables, 1, "left untouched");
 }
+
+/// An agent's open proposals, its pending egress and the git gate's unused approvals are
+/// read through indexes that hold no archived proposal (or only approved, unused pushes),
+/// so however many archived rows a bottle has, the plan never walks them.
+#[tokio::test]
+async fn a_bottles_live_proposals_are_read_without_its_archived_rows() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    store.close().await;
+    let mut conn = raw(&db.path).await;
+    let from = "SELECT p.id FROM proposals p JOIN bottles b ON b.id = p.bottle_id \
+                LEFT JOIN grants g ON g.proposal_id = p.id WHERE p.bottle_id = $1";
+    let queries = [
+        (
+            "AND p.archived_at IS NULL AND $2 = $2 ORDER BY p.created_at, p.id",
+            "SEARCH p USING INDEX proposals_open (bottle_id=?)",
+        ),
+        (
+            "AND p.kind = 'egress' AND p.status = 'pending' \
+             AND (p.expires_at IS NULL OR p.expires_at > $2) ORDER BY p.created_at",
+            "SEARCH p USING INDEX proposals_pending_change (bottle_id=? AND kind=?)",
+        ),
+        (
+            "AND p.kind = 'git-push' AND p.status IN ('approved', 'modified') \
+             AND p.gate_used_at IS NULL AND g.ended_at IS NULL AND $2 = $2 \
+             ORDER BY p.decided_at LIMIT 1",
+            "SEARCH p USING INDEX proposals_gate_unused (bottle_id=? AND kind=?)",
+        ),
+    ];
+    for (rest, expected) in queries {
+        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "EXPLAIN QUERY PLAN {from} {rest}"
+        )))
+        .bind(1_i64)
+        .bind("2026-01-01T00:00:00Z")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+        let on_p: Vec<&str> = plan
+            .iter()
+            .map(|(_, _, _, d)| d.as_str())
+            .filter(|d| d.contains(" p "))
+            .collect();
+        assert_eq!(on_p, [expected], "{rest}");
+    }
+}

@@ -28,8 +28,9 @@ use crate::model::{
 use crate::rules::Outcome;
 
 /// Sizes of the `IN` and `VALUES` lists of the lookups, padded up by repeating their last
-/// entry (a repeat changes no answer).
-const LOOKUPS: [usize; 3] = [4, 16, 64];
+/// entry (a repeat changes no answer). A lookup of one is plain equalities: SQLite builds a
+/// temporary B-tree for a longer `IN` list or a `VALUES` table on every execution.
+const LOOKUPS: [usize; 4] = [1, 4, 16, 64];
 
 /// Items that share one set of lookups: the lookups' largest size.
 const PART: usize = LOOKUPS[LOOKUPS.len() - 1];
@@ -54,7 +55,7 @@ static TASKS: LazyLock<[String; 4]> = LazyLock::new(|| {
         )
     })
 });
-static BOTTLES: LazyLock<[String; 3]> = LazyLock::new(|| {
+static BOTTLES: LazyLock<[String; 4]> = LazyLock::new(|| {
     LOOKUPS.map(|n| {
         format!(
             "SELECT id, host, slug, CASE WHEN removed_at IS NULL THEN 1 ELSE 0 END, pending_count \
@@ -65,12 +66,27 @@ static BOTTLES: LazyLock<[String; 3]> = LazyLock::new(|| {
 });
 /// The changes of the batch that have an undecided proposal of their own (and, with the
 /// cooldown, a rejection decided after `$1`): each branch through its partial index.
-static TAKEN: LazyLock<[String; 3]> = LazyLock::new(|| LOOKUPS.map(|n| taken_sql(n, false)));
-static TAKEN_OR_REJECTED: LazyLock<[String; 3]> =
+static TAKEN: LazyLock<[String; 4]> = LazyLock::new(|| LOOKUPS.map(|n| taken_sql(n, false)));
+static TAKEN_OR_REJECTED: LazyLock<[String; 4]> =
     LazyLock::new(|| LOOKUPS.map(|n| taken_sql(n, true)));
 
 fn taken_sql(n: usize, rejected: bool) -> String {
     let first = if rejected { 2 } else { 1 };
+    if n == 1 {
+        let (b, k, c) = (first, first + 1, first + 2);
+        let select = format!(
+            "SELECT p.bottle_id, p.kind, p.change_key FROM proposals p \
+             WHERE p.bottle_id = ${b} AND p.kind = ${k} AND p.change_key = ${c}"
+        );
+        let mut sql = format!("{select} AND p.status = 'pending'");
+        if rejected {
+            let _ = write!(
+                sql,
+                " UNION ALL {select} AND p.status = 'rejected' AND p.decided_at > $1"
+            );
+        }
+        return sql;
+    }
     let values = rows_sql("", "(?, ?, ?)", n, first, "");
     let select = "SELECT p.bottle_id, p.kind, p.change_key FROM v JOIN proposals p \
                   ON p.bottle_id = v.b AND p.kind = v.k AND p.change_key = v.c";
@@ -427,7 +443,10 @@ mod tests {
 
     #[test]
     fn the_lookups_number_their_parameters_in_order() {
-        assert!(BOTTLES[0].ends_with("WHERE id IN ($1, $2, $3, $4)"));
+        assert!(BOTTLES[0].ends_with("WHERE id IN ($1)"));
+        assert!(BOTTLES[1].ends_with("WHERE id IN ($1, $2, $3, $4)"));
+        assert!(taken_sql(1, true).contains("p.bottle_id = $2 AND p.kind = $3"));
+        assert!(taken_sql(1, false).ends_with("p.change_key = $3 AND p.status = 'pending'"));
         assert!(taken_sql(4, true).contains("($2, $3, $4)"));
         assert!(taken_sql(4, false).starts_with("WITH v (b, k, c) AS (VALUES ($1, $2, $3)"));
     }
@@ -435,6 +454,7 @@ mod tests {
     #[test]
     fn a_lookup_takes_the_smallest_size_that_holds_it() {
         assert_eq!(lookup_size(1), 0);
-        assert_eq!(lookup_size(17), 2);
+        assert_eq!(lookup_size(2), 1);
+        assert_eq!(lookup_size(17), 3);
     }
 }
