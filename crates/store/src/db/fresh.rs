@@ -13,7 +13,8 @@
 //! watch never holds a snapshot that would keep a checkpoint from finishing).
 //!
 //! On PostgreSQL the version is `pg_current_snapshot()` (`xmin:xmax:xip…`), read in a
-//! statement of its own on a pooled connection: the set of transactions it shows as
+//! statement of its own on a pooled connection, sent after the poll arrived (concurrent
+//! polls share one read, [`Snapshots`]): the set of transactions it shows as
 //! completed is every transaction id below `xmax` not listed in progress. A transaction's
 //! commit removes it from the in-progress set (or raises `xmax`) before its COMMIT returns,
 //! and completed transactions never become in progress again, so two equal snapshots mean no
@@ -59,6 +60,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use sqlx::AnyPool;
 
 use super::backend::Location;
+use super::pg::Snapshots;
 use crate::model::{BottleId, Proposal, Timestamp};
 
 /// Pending answers remembered at most; a full map is emptied rather than grown.
@@ -67,8 +69,8 @@ const REMEMBERED_MAX: usize = 4096;
 /// The version source and the pending answers read at its latest version, behind one lock:
 /// a poll answered from memory takes it once.
 pub(super) struct Fresh {
-    /// PostgreSQL: the pool the snapshot is read on (SQLite's watch is in `state`).
-    snapshots: Option<AnyPool>,
+    /// PostgreSQL's snapshot reads (SQLite's watch is in `state`).
+    snapshots: Option<Snapshots>,
     state: Mutex<State>,
 }
 
@@ -115,7 +117,7 @@ impl Fresh {
     pub(super) fn open(location: &Location, pool: &AnyPool) -> Option<Fresh> {
         let path = match location {
             Location::Postgres(_) => {
-                return Some(Fresh::with(Some(pool.clone()), None));
+                return Some(Fresh::with(Some(Snapshots::new(pool.clone())), None));
             }
             Location::File(path) => path,
         };
@@ -128,7 +130,7 @@ impl Fresh {
         }
     }
 
-    fn with(snapshots: Option<AnyPool>, watch: Option<Watch>) -> Fresh {
+    fn with(snapshots: Option<Snapshots>, watch: Option<Watch>) -> Fresh {
         Fresh {
             snapshots,
             state: Mutex::new(State {
@@ -194,7 +196,7 @@ impl Fresh {
     /// forgets every remembered answer, which were read at the last one.
     async fn read(&self) -> (MutexGuard<'_, State>, Option<Stamp>) {
         let snapshot = match &self.snapshots {
-            Some(pool) => Some(snapshot(pool).await),
+            Some(snapshots) => Some(snapshots.read().await.map(Stamp::Snapshot)),
             None => None,
         };
         let mut state = self.state.lock().expect("not poisoned");
@@ -208,21 +210,6 @@ impl Fresh {
             state.pending.clear();
         }
         (state, version)
-    }
-}
-
-/// PostgreSQL's current snapshot, read in a statement of its own (autocommit: a snapshot
-/// taken when the statement starts); `None` when it cannot be read.
-async fn snapshot(pool: &AnyPool) -> Option<Stamp> {
-    match sqlx::query_scalar::<_, String>("SELECT pg_current_snapshot()::text")
-        .fetch_one(pool)
-        .await
-    {
-        Ok(text) => Some(Stamp::Snapshot(text.into())),
-        Err(e) => {
-            tracing::debug!(error = %e, "no snapshot read: the poll reads the database");
-            None
-        }
     }
 }
 
