@@ -229,3 +229,54 @@ impl Drop for Ending<'_> {
         self.snapshots.done.notify_waiters();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use sqlx::{Connection, PgConnection};
+
+    use super::Snapshots;
+
+    /// Concurrent callers get a snapshot; a commit between two reads changes it; a caller
+    /// dropped while its read is in flight leaves the next caller a read of its own.
+    #[tokio::test]
+    async fn snapshot_reads_are_shared_and_see_every_commit_before_them() {
+        let Some(cluster) = supervise_testpg::cluster() else {
+            return;
+        };
+        let url = cluster.fresh_database().await;
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+        let snapshots = Arc::new(Snapshots::new(pool.clone()));
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let s = snapshots.clone();
+                tokio::spawn(async move { s.read().await })
+            })
+            .collect();
+        for task in tasks {
+            assert!(task.await.unwrap().is_some(), "every caller gets one");
+        }
+
+        let before = snapshots.read().await.unwrap();
+        let mut raw = PgConnection::connect(&url).await.unwrap();
+        sqlx::query("CREATE TABLE t (x int)")
+            .execute(&mut raw)
+            .await
+            .unwrap();
+        raw.close().await.unwrap();
+        let after = snapshots.read().await.unwrap();
+        assert_ne!(before, after, "a commit before the read changes the snapshot");
+
+        for _ in 0..20 {
+            let _ = tokio::time::timeout(Duration::from_micros(50), snapshots.read()).await;
+        }
+        let next = tokio::time::timeout(Duration::from_secs(10), snapshots.read())
+            .await
+            .expect("a dropped caller does not stall the next");
+        assert!(next.is_some());
+        pool.close().await;
+    }
+}
