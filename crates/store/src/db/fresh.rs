@@ -203,7 +203,11 @@ impl Fresh {
         let version = match snapshot {
             _ if state.closed => None,
             Some(snapshot) => snapshot,
-            None => state.watch.as_mut().and_then(Watch::data_version).map(Stamp::Data),
+            None => state
+                .watch
+                .as_mut()
+                .and_then(Watch::data_version)
+                .map(Stamp::Data),
         };
         if version.is_none() || state.version != version {
             state.version.clone_from(&version);

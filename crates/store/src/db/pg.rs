@@ -268,7 +268,10 @@ mod tests {
             .unwrap();
         raw.close().await.unwrap();
         let after = snapshots.read().await.unwrap();
-        assert_ne!(before, after, "a commit before the read changes the snapshot");
+        assert_ne!(
+            before, after,
+            "a commit before the read changes the snapshot"
+        );
 
         for _ in 0..20 {
             let _ = tokio::time::timeout(Duration::from_micros(50), snapshots.read()).await;
