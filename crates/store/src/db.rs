@@ -178,11 +178,12 @@ struct Inner {
     /// Set once the path is seen to name another file (or none), so that is logged once.
     replaced: AtomicBool,
     last_write: std::sync::Mutex<Option<WriteFailure>>,
-    /// SQLite's change signal and the pending polls answered at it ([`fresh`]).
+    /// The version a poll reads (SQLite's data version, PostgreSQL's snapshot) and the
+    /// pending polls answered at it ([`fresh`]).
     fresh: Option<fresh::Fresh>,
     /// The newest rules version read, and the rules it holds (`db/rules.rs`).
     rules: std::sync::Mutex<Option<(i64, Option<Arc<rules::InForce>>)>>,
-    /// Bottles' egress state at the data version `fresh` read ([`egress_memo`]).
+    /// Bottles' egress state at the version `fresh` read ([`egress_memo`]).
     egress_memo: egress_memo::Memo,
     /// Told how long each committed write took ([`Store::observe_writes`]).
     write_observer: std::sync::OnceLock<WriteObserver>,
@@ -350,7 +351,7 @@ impl Store {
             }
             Location::Postgres(_) => None,
         };
-        let fresh = fresh::Fresh::open(&location);
+        let fresh = fresh::Fresh::open(&location, &pool);
         Ok(Store {
             inner: Arc::new(Inner {
                 pool,

@@ -78,7 +78,7 @@ async fn watch_data_version(store: Store, wake: watch::Sender<u64>, live: watch:
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let version = fresh.observe();
+        let version = fresh.observe().await;
         live.send_if_modified(|l| std::mem::replace(l, version.is_some()) != version.is_some());
         // The first version read wakes the reader too: a commit may have landed between the
         // reader's last read and this one.

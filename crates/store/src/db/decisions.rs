@@ -151,22 +151,27 @@ impl Store {
 
     /// The agent's poll: a decision is returned and the proposal archived in one
     /// transaction, so of any number of concurrent polls exactly one gets it. An undecided
-    /// proposal is returned as pending without taking the write lock; on SQLite, from
-    /// memory when nothing was committed, by any process, since it was last read pending
-    /// ([`fresh`](super::fresh)).
+    /// proposal is returned as pending without taking the write lock, from memory when
+    /// nothing was committed, by any process, since it was last read pending (the SQLite
+    /// data version or the PostgreSQL snapshot says so: [`fresh`](super::fresh)).
     ///
     /// Refused with [`StoreError::BottleGone`] once the caller's generation was removed, so
     /// a new bottle on the same address is never handed the old one's decisions.
     #[instrument(skip(self), err)]
     pub async fn take_decision(&self, bottle_id: BottleId, id: &str) -> StoreResult<Delivery> {
         let now = Timestamp::now();
-        // SQLite's data version, read after the poll arrived and before the peek: unchanged
-        // since a pending answer was read means nothing was committed since, so that answer
-        // is the peek's. Not once the path names another file (the pool may reopen it).
+        // The data version (SQLite) or snapshot (PostgreSQL), read after the poll arrived and
+        // before the peek: unchanged since a pending answer was read means nothing was
+        // committed since, so that answer is the peek's. Not once the path names another
+        // file (the pool may reopen it).
         let fresh = (!self.inner.replaced.load(Ordering::Relaxed))
             .then_some(self.inner.fresh.as_ref())
             .flatten();
-        let version = match fresh.map(|f| f.check(bottle_id, id, &now)) {
+        let check = match fresh {
+            Some(f) => Some(f.check(bottle_id, id, &now).await),
+            None => None,
+        };
+        let version = match check {
             Some(Check::Pending(p)) => return Ok(Delivery::Pending(p)),
             Some(Check::Peek(version)) => Some(version),
             Some(Check::Unread) | None => None,

@@ -80,11 +80,14 @@ impl Store {
         Ok(decide(&snapshot, host, port, request, &Timestamp::now()))
     }
 
-    /// The bottle's egress state: remembered at the data version read first, or read.
+    /// The bottle's egress state: remembered at the version read first, or read.
     async fn egress_snapshot(&self, bottle: BottleRef<'_>) -> StoreResult<Arc<Snapshot>> {
-        let version = self.inner.fresh.as_ref().and_then(|f| f.observe());
+        let version = match &self.inner.fresh {
+            Some(f) => f.observe().await,
+            None => None,
+        };
         let key = Key::from(bottle);
-        if let Some(v) = version
+        if let Some(v) = &version
             && let Some(s) = self.inner.egress_memo.get(v, &key)
         {
             return Ok(s);

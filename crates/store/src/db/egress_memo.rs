@@ -2,13 +2,13 @@
 //! its undecided egress proposals), remembered while the database is unchanged, so a proxy
 //! helper's lookup costs microseconds and is exactly as fresh as a read.
 //!
-//! On SQLite the proof of "unchanged" is the data version of the store's watch connection
-//! ([`fresh`](super::fresh)): a lookup reads the version first; a snapshot read after the
-//! version `v` was read is kept under `v`, and used only while a later lookup reads `v`
+//! The proof of "unchanged" is the version of [`fresh`](super::fresh) (SQLite's data
+//! version, PostgreSQL's snapshot): a lookup reads the version first; a snapshot read after
+//! the version `v` was read is kept under `v`, and used only while a later lookup reads `v`
 //! again (no commit, of any connection or process, landed since before the snapshot was
 //! read). A new version forgets every snapshot. Time is applied at each lookup, not at the
-//! read: a grant or proposal past its `expires_at` is not used. On PostgreSQL, and on SQLite
-//! without a watch, nothing is remembered: every lookup reads.
+//! read: a grant or proposal past its `expires_at` is not used. On SQLite without a watch,
+//! nothing is remembered: every lookup reads.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use super::fresh::Stamp;
 use crate::model::{Bottle, BottleRef, Grant, ProposalId, Timestamp};
 
 /// Bottles remembered at most; a full memo is emptied rather than grown.
@@ -54,19 +55,19 @@ pub(super) struct Memo {
 
 #[derive(Debug, Default)]
 struct State {
-    /// The data version every remembered snapshot was read after.
-    version: Option<i64>,
+    /// The version every remembered snapshot was read after.
+    version: Option<Stamp>,
     bottles: HashMap<Key, Arc<Snapshot>>,
 }
 
 impl Memo {
     /// The snapshot remembered for `key` at `version` (the version a lookup just read),
     /// forgetting every snapshot of another version.
-    pub(super) fn get(&self, version: i64, key: &Key) -> Option<Arc<Snapshot>> {
+    pub(super) fn get(&self, version: &Stamp, key: &Key) -> Option<Arc<Snapshot>> {
         let mut state = self.state.lock().expect("not poisoned");
-        if state.version != Some(version) {
+        if state.version.as_ref() != Some(version) {
             state.bottles.clear();
-            state.version = Some(version);
+            state.version = Some(version.clone());
             return None;
         }
         state.bottles.get(key).cloned()
@@ -74,9 +75,9 @@ impl Memo {
 
     /// Remembers a snapshot read after `version` was read, unless another version has
     /// been read since.
-    pub(super) fn put(&self, version: i64, key: Key, snapshot: Arc<Snapshot>) {
+    pub(super) fn put(&self, version: Stamp, key: Key, snapshot: Arc<Snapshot>) {
         let mut state = self.state.lock().expect("not poisoned");
-        if state.version != Some(version) {
+        if state.version.as_ref() != Some(&version) {
             return;
         }
         if state.bottles.len() >= BOTTLES_MAX {

@@ -1,23 +1,40 @@
-//! Poll freshness on SQLite: the agent's poll of a pending proposal
+//! Poll freshness: the agent's poll of a pending proposal
 //! ([`Store::take_decision`](super::Store::take_decision)) is answered from memory only
-//! when SQLite itself says nothing was committed since the answer was read.
+//! when the database itself says nothing was committed since the answer was read. The
+//! proof is a *version* read after the poll arrived: SQLite's `PRAGMA data_version`, or
+//! PostgreSQL's transaction snapshot.
 //!
-//! The signal is `PRAGMA data_version`: on one connection its value changes whenever any
-//! *other* connection, of this process or another, commits to the file. The store keeps one
+//! On SQLite, on one connection `PRAGMA data_version` changes whenever any *other*
+//! connection, of this process or another, commits to the file. The store keeps one
 //! connection of its own for it (the [`Watch`]), which only ever runs that pragma, so every
 //! commit anywhere changes the value it reads. Each check is one statement on it: it begins a
 //! read transaction, which compares the WAL index header in the `-shm` mapping with the one
 //! it saw last (every commit changes it), and ends at once (the statement is reset, so the
 //! watch never holds a snapshot that would keep a checkpoint from finishing).
 //!
+//! On PostgreSQL the version is `pg_current_snapshot()` (`xmin:xmax:xip…`), read in a
+//! statement of its own on a pooled connection, sent after the poll arrived (concurrent
+//! polls share one read, [`Snapshots`]): the set of transactions it shows as
+//! completed is every transaction id below `xmax` not listed in progress. A transaction's
+//! commit removes it from the in-progress set (or raises `xmax`) before its COMMIT returns,
+//! and completed transactions never become in progress again, so two equal snapshots mean no
+//! transaction of the cluster, of any process, host or database, completed between the two
+//! reads. That covers every write that could change a poll's answer (a decision, a quorum
+//! approval, a rule's decision, an archive, a removed bottle, a repeat raising the hit
+//! count), whether or not it went through this store, with no trigger or counter to keep in
+//! step. A NOTIFY could not prove this: it arrives after its COMMIT, asynchronously.
+//!
 //! Why answering from memory is exactly as fresh as the peek: a poll reads the version `v`
 //! first. A pending answer is remembered under the version read *before* the peek that found
-//! it, and only while no later version was read. So a remembered answer at `v` means the
-//! version did not change from before its peek until after this poll arrived: no commit
-//! landed in between, and the peek's answer is what a peek now would read. Any commit that
-//! returned before the poll arrived has changed the header the poll's check reads, so it is
+//! it, and only while no other version was read since. So a remembered answer at `v` means
+//! the database did not change from before its peek until after this poll arrived: no
+//! commit landed in between, and the peek's answer is what a peek now would read. Any commit
+//! that returned before the poll arrived has changed what the poll's check reads, so it is
 //! seen. A remembered proposal past its `expires_at` is not answered (the peek reads it as
-//! expired and delivers the expiry), and a new version forgets every answer.
+//! expired and delivers the expiry), and a new version forgets every answer. (On PostgreSQL
+//! concurrent polls' reads may settle out of order: an older snapshot settling after a newer
+//! one only forgets answers, and an answer remembered under it was read after it, so it is
+//! never older than what that snapshot shows.)
 //!
 //! The watch is opened with the very library sqlx links (`libsqlite3-sys` is one crate in
 //! the build, one instance of SQLite in the process), through SQLite's own VFS, on the same
@@ -35,37 +52,51 @@
 //! watch. The watch is
 //! opened read-write but never writes (`PRAGMA query_only`): when it does close last (a
 //! store dropped without `close`), it folds the WAL in too, which a read-only connection
-//! cannot do. PostgreSQL has no
-//! such signal (NOTIFY is delivered asynchronously, so it cannot prove that nothing was
-//! committed before a poll): there every poll reads the database.
+//! cannot do.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use sqlx::AnyPool;
 
 use super::backend::Location;
+use super::pg::Snapshots;
 use crate::model::{BottleId, Proposal, Timestamp};
 
 /// Pending answers remembered at most; a full map is emptied rather than grown.
 const REMEMBERED_MAX: usize = 4096;
 
-/// The watch and the pending answers read at its latest version, behind one lock: a poll
-/// answered from memory takes it once.
+/// The version source and the pending answers read at its latest version, behind one lock:
+/// a poll answered from memory takes it once.
 pub(super) struct Fresh {
+    /// PostgreSQL's snapshot reads (SQLite's watch is in `state`).
+    snapshots: Option<Snapshots>,
     state: Mutex<State>,
 }
 
 struct State {
-    /// `None` once the store is closed.
+    /// SQLite's watch; `None` on PostgreSQL, and once the store is closed.
     watch: Option<Watch>,
-    /// The version the watch read last; `pending` holds only answers read at it.
-    version: Option<i64>,
+    /// Set by [`Fresh::close`]: nothing is read or remembered after it.
+    closed: bool,
+    /// The version read last; `pending` holds only answers read at it.
+    version: Option<Stamp>,
     /// By proposal id (unique across bottles), with the generation it was asked for.
     pending: HashMap<String, (BottleId, Proposal)>,
 }
 
-/// The data version a poll read before its peek: remembering the peek's answer needs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Version(i64);
+/// What a version read returns: equal stamps mean nothing committed between the reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Stamp {
+    /// SQLite's `PRAGMA data_version` on the watch connection.
+    Data(i64),
+    /// PostgreSQL's `pg_current_snapshot()` as text.
+    Snapshot(Arc<str>),
+}
+
+/// The version a poll read before its peek: remembering the peek's answer needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Version(Stamp);
 
 /// What memory says about a poll. Not boxed: the proposal moves straight into
 /// `Delivery::Pending`, which is as large.
@@ -80,20 +111,18 @@ pub(super) enum Check {
 }
 
 impl Fresh {
-    /// The watch on a SQLite file, or `None` on PostgreSQL. A watch that cannot be opened
-    /// is logged and left out: every poll then reads the database, as on PostgreSQL.
-    pub(super) fn open(location: &Location) -> Option<Fresh> {
-        let Location::File(path) = location else {
-            return None;
+    /// The watch on a SQLite file, or the snapshot reads on PostgreSQL's `pool`. A watch
+    /// that cannot be opened is logged and left out (`None`): every poll then reads the
+    /// database.
+    pub(super) fn open(location: &Location, pool: &AnyPool) -> Option<Fresh> {
+        let path = match location {
+            Location::Postgres(_) => {
+                return Some(Fresh::with(Some(Snapshots::new(pool.clone())), None));
+            }
+            Location::File(path) => path,
         };
         match Watch::open(path) {
-            Ok(watch) => Some(Fresh {
-                state: Mutex::new(State {
-                    watch: Some(watch),
-                    version: None,
-                    pending: HashMap::new(),
-                }),
-            }),
+            Ok(watch) => Some(Fresh::with(None, Some(watch))),
             Err(message) => {
                 tracing::warn!(path = %path.display(), %message, "no data_version watch: every poll reads the database");
                 None
@@ -101,18 +130,27 @@ impl Fresh {
         }
     }
 
-    /// Reads the data version (after the poll arrived), forgets every answer of an older
-    /// one, and returns the bottle generation's proposal `id` if it was remembered pending
-    /// and is not past its expiry at `now`.
-    pub(super) fn check(&self, bottle_id: BottleId, id: &str, now: &Timestamp) -> Check {
-        let mut state = self.state.lock().expect("not poisoned");
-        let before = state.version;
-        let Some(version) = state.read_version() else {
+    fn with(snapshots: Option<Snapshots>, watch: Option<Watch>) -> Fresh {
+        Fresh {
+            snapshots,
+            state: Mutex::new(State {
+                watch,
+                closed: false,
+                version: None,
+                pending: HashMap::new(),
+            }),
+        }
+    }
+
+    /// Reads the version (after the poll arrived), forgets every answer of another one,
+    /// and returns the bottle generation's proposal `id` if it was remembered pending and
+    /// is not past its expiry at `now`.
+    pub(super) async fn check(&self, bottle_id: BottleId, id: &str, now: &Timestamp) -> Check {
+        let (state, version) = self.read().await;
+        let Some(version) = version else {
             return Check::Unread;
         };
-        if before != Some(version) {
-            return Check::Peek(Version(version));
-        }
+        // A new version emptied `pending`: only answers read at this one are found.
         match state.pending.get(id) {
             Some((b, p)) if *b == bottle_id && p.expires_at.as_ref().is_none_or(|e| e > now) => {
                 Check::Pending(p.clone())
@@ -121,18 +159,19 @@ impl Fresh {
         }
     }
 
-    /// Reads the data version now, with the same effect on remembered answers as a poll's
+    /// Reads the version now, with the same effect on remembered answers as a poll's
     /// check (a new version forgets them all): the change feed's wake-up on SQLite
-    /// ([`Store::changes`](super::Store::changes)). `None` when it cannot be read.
-    pub(super) fn observe(&self) -> Option<i64> {
-        self.state.lock().expect("not poisoned").read_version()
+    /// ([`Store::changes`](super::Store::changes)) and the egress memo's proof. `None` when
+    /// it cannot be read.
+    pub(super) async fn observe(&self) -> Option<Stamp> {
+        self.read().await.1
     }
 
-    /// Remembers a pending answer the peek read after `version` was read, unless a later
+    /// Remembers a pending answer the peek read after `version` was read, unless another
     /// version has been read since (then the answer may be stale already).
     pub(super) fn remember(&self, version: Version, bottle_id: BottleId, id: &str, p: &Proposal) {
         let mut state = self.state.lock().expect("not poisoned");
-        if state.version != Some(version.0) {
+        if state.version.as_ref() != Some(&version.0) {
             return;
         }
         if state.pending.len() >= REMEMBERED_MAX {
@@ -147,21 +186,34 @@ impl Fresh {
     pub(super) fn close(&self) {
         let mut state = self.state.lock().expect("not poisoned");
         state.watch = None;
+        state.closed = true;
         state.version = None;
         state.pending.clear();
     }
-}
 
-impl State {
-    /// Reads the data version; a version other than the last one read (or none) forgets
-    /// every remembered answer, which were read at the last one.
-    fn read_version(&mut self) -> Option<i64> {
-        let version = self.watch.as_mut().and_then(Watch::data_version);
-        if version.is_none() || self.version != version {
-            self.version = version;
-            self.pending.clear();
+    /// Reads the version: PostgreSQL's snapshot before taking the lock (a round trip),
+    /// SQLite's data version under it. A version other than the last one read (or none)
+    /// forgets every remembered answer, which were read at the last one.
+    async fn read(&self) -> (MutexGuard<'_, State>, Option<Stamp>) {
+        let snapshot = match &self.snapshots {
+            Some(snapshots) => Some(snapshots.read().await.map(Stamp::Snapshot)),
+            None => None,
+        };
+        let mut state = self.state.lock().expect("not poisoned");
+        let version = match snapshot {
+            _ if state.closed => None,
+            Some(snapshot) => snapshot,
+            None => state
+                .watch
+                .as_mut()
+                .and_then(Watch::data_version)
+                .map(Stamp::Data),
+        };
+        if version.is_none() || state.version != version {
+            state.version.clone_from(&version);
+            state.pending.clear();
         }
-        version
+        (state, version)
     }
 }
 
@@ -388,5 +440,62 @@ mod tests {
             !path.with_extension("db-wal").exists(),
             "closing the store folds the WAL into the file"
         );
+    }
+
+    /// On PostgreSQL a pending answer is remembered under the snapshot; a decision committed
+    /// on a connection the store knows nothing of (no trail event, no notification) changes
+    /// the snapshot, so the next poll delivers it instead of the remembered pending answer.
+    #[tokio::test]
+    async fn a_pending_poll_on_postgres_is_remembered_until_any_connection_commits() {
+        let Some(cluster) = supervise_testpg::cluster() else {
+            return;
+        };
+        let url = cluster.fresh_database().await;
+        let store = Store::open(&url, StoreOptions::default()).await.unwrap();
+        let ip: IpAddr = "127.0.0.1".parse().unwrap();
+        let b = store
+            .add_bottle("demo", ip, &Actor::cli("t"))
+            .await
+            .unwrap();
+        let item = NewProposal {
+            bottle_id: b.id,
+            kind: Kind::Egress,
+            change: json!({ "host": "a.example" }),
+            justification: "build".into(),
+            quorum: None,
+        };
+        let Proposed::Created(p) = store.propose(item).await.unwrap() else {
+            panic!("created");
+        };
+        let id = p.id.to_string();
+
+        let first = store.take_decision(b.id, &id).await.unwrap();
+        assert!(matches!(first, Delivery::Pending(_)), "got {first:?}");
+        assert!(remembered(&store, &id), "a pending answer is remembered");
+        assert_eq!(store.take_decision(b.id, &id).await.unwrap(), first);
+        assert!(remembered(&store, &id), "answered from memory, kept");
+
+        let mut raw = sqlx::PgConnection::connect(&url).await.unwrap();
+        sqlx::query(
+            "UPDATE proposals SET status = 'rejected', decided_at = $2, decided_by = 'raw', \
+             decided_via = 'cli' WHERE id = $1",
+        )
+        .bind(&id)
+        .bind(crate::model::Timestamp::now().as_str())
+        .execute(&mut raw)
+        .await
+        .unwrap();
+        raw.close().await.unwrap();
+        match store.take_decision(b.id, &id).await.unwrap() {
+            Delivery::Decided(p) => assert_eq!(p.status, crate::model::Status::Rejected),
+            d => panic!("the decision committed before the poll, got {d:?}"),
+        }
+        assert!(!remembered(&store, &id));
+        assert_eq!(
+            store.take_decision(b.id, &id).await.unwrap(),
+            Delivery::Unknown,
+            "delivered once"
+        );
+        store.close().await;
     }
 }

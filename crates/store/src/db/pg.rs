@@ -1,13 +1,15 @@
 //! What only PostgreSQL has: the per-host server claim (a session advisory lock on a
-//! connection of its own) and the change notifications (`LISTEN`, on another).
+//! connection of its own), the change notifications (`LISTEN`, on another) and the
+//! snapshot reads that prove a poll's remembered answer fresh.
 
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
-use sqlx::{Connection, PgConnection};
-use tokio::sync::watch;
+use sqlx::{AnyPool, Connection, PgConnection};
+use tokio::sync::{Notify, watch};
 
 use super::backend::HOST_LOCK_CLASS;
 use crate::error::{StoreError, StoreResult};
@@ -110,4 +112,174 @@ async fn connect_listener(url: &str, host: &str) -> sqlx::Result<PgListener> {
     let mut listener = PgListener::connect_with(&pool).await?;
     listener.listen(CHANNEL).await?;
     Ok(listener)
+}
+
+/// PostgreSQL's `pg_current_snapshot()` as text, the version of [`fresh`](super::fresh),
+/// read for concurrent callers at once: a caller is given the result of a read *sent after
+/// it asked* (its statement's snapshot is taken later still), never one already in flight
+/// when it asked, so what it gets shows every commit that returned before it asked. Under
+/// concurrent polls one round trip serves every poll that arrived while the one before it
+/// was in flight.
+pub(super) struct Snapshots {
+    pool: AnyPool,
+    reads: std::sync::Mutex<Reads>,
+    done: Notify,
+}
+
+enum Step<'a> {
+    Done(Option<Arc<str>>),
+    Wait(tokio::sync::futures::Notified<'a>),
+    Send(u64),
+}
+
+struct Reads {
+    /// Reads sent so far; a caller arriving now needs read number `started + 1` or later.
+    started: u64,
+    /// Whether read number `started` is in flight.
+    in_flight: bool,
+    /// The latest read that ended: its number and its result.
+    last: (u64, Option<Arc<str>>),
+}
+
+impl Snapshots {
+    pub(super) fn new(pool: AnyPool) -> Snapshots {
+        Snapshots {
+            pool,
+            reads: std::sync::Mutex::new(Reads {
+                started: 0,
+                in_flight: false,
+                last: (0, None),
+            }),
+            done: Notify::new(),
+        }
+    }
+
+    /// The current snapshot, read after this call began; `None` when it cannot be read.
+    pub(super) async fn read(&self) -> Option<Arc<str>> {
+        let want = self.lock().started + 1;
+        loop {
+            let number = match self.step(want) {
+                Step::Done(result) => return result,
+                Step::Wait(ended) => {
+                    ended.await;
+                    continue;
+                }
+                Step::Send(number) => number,
+            };
+            // Ends the read (with no result) if this caller is dropped while it is in flight,
+            // so the callers waiting on it send another.
+            let mut ending = Ending {
+                snapshots: self,
+                number,
+                result: None,
+            };
+            ending.result = self.fetch().await;
+            return ending.result.clone();
+        }
+    }
+
+    /// What a caller needing read number `want` does next, decided under the lock.
+    fn step(&self, want: u64) -> Step<'_> {
+        let mut reads = self.lock();
+        if reads.last.0 >= want {
+            return Step::Done(reads.last.1.clone());
+        }
+        if reads.in_flight {
+            // Created before the lock is released: the end of the read in flight wakes it
+            // even if that comes before it is first polled.
+            return Step::Wait(self.done.notified());
+        }
+        reads.in_flight = true;
+        reads.started += 1;
+        Step::Send(reads.started)
+    }
+
+    async fn fetch(&self) -> Option<Arc<str>> {
+        match sqlx::query_scalar::<_, String>("SELECT pg_current_snapshot()::text")
+            .fetch_one(&self.pool)
+            .await
+        {
+            Ok(text) => Some(text.into()),
+            Err(e) => {
+                tracing::debug!(error = %e, "no snapshot read: the poll reads the database");
+                None
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Reads> {
+        self.reads.lock().expect("not poisoned")
+    }
+}
+
+/// Records the end of read `number` when dropped, with its result (`None` if the read
+/// did not finish), and wakes its waiters.
+struct Ending<'a> {
+    snapshots: &'a Snapshots,
+    number: u64,
+    result: Option<Arc<str>>,
+}
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        let mut reads = self.snapshots.lock();
+        reads.in_flight = false;
+        reads.last = (self.number, self.result.take());
+        drop(reads);
+        self.snapshots.done.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use sqlx::{Connection, PgConnection};
+
+    use super::Snapshots;
+
+    /// Concurrent callers get a snapshot; a commit between two reads changes it; a caller
+    /// dropped while its read is in flight leaves the next caller a read of its own.
+    #[tokio::test]
+    async fn snapshot_reads_are_shared_and_see_every_commit_before_them() {
+        let Some(cluster) = supervise_testpg::cluster() else {
+            return;
+        };
+        let url = cluster.fresh_database().await;
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+        let snapshots = Arc::new(Snapshots::new(pool.clone()));
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let s = snapshots.clone();
+                tokio::spawn(async move { s.read().await })
+            })
+            .collect();
+        for task in tasks {
+            assert!(task.await.unwrap().is_some(), "every caller gets one");
+        }
+
+        let before = snapshots.read().await.unwrap();
+        let mut raw = PgConnection::connect(&url).await.unwrap();
+        sqlx::query("CREATE TABLE t (x int)")
+            .execute(&mut raw)
+            .await
+            .unwrap();
+        raw.close().await.unwrap();
+        let after = snapshots.read().await.unwrap();
+        assert_ne!(
+            before, after,
+            "a commit before the read changes the snapshot"
+        );
+
+        for _ in 0..20 {
+            let _ = tokio::time::timeout(Duration::from_micros(50), snapshots.read()).await;
+        }
+        let next = tokio::time::timeout(Duration::from_secs(10), snapshots.read())
+            .await
+            .expect("a dropped caller does not stall the next");
+        assert!(next.is_some());
+        pool.close().await;
+    }
 }
