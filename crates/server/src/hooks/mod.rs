@@ -321,7 +321,7 @@ mod tests {
     }
 
     async fn wait_for_lines(path: &std::path::Path, n: usize) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let text = std::fs::read_to_string(path).unwrap_or_default();
             let lines: Vec<String> = text.lines().map(String::from).collect();

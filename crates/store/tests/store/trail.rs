@@ -48,9 +48,16 @@ async fn a_thousand_identical_repeats_count_every_hit_but_write_one_event(db: Te
     );
     let (p, history) = store.show(&id).await.unwrap();
     assert_eq!(p.hits, 1001, "every repeat is counted");
+    // One `repeated` event per minute of repeats: one, unless a loaded machine took longer.
+    let windows = 1 + usize::try_from(took.as_secs() / 60).unwrap();
     let names: Vec<EventKind> = history.iter().map(|e| e.event).collect();
-    assert_eq!(names, [EventKind::Proposed, EventKind::Repeated]);
-    assert!(events_after - events_before <= 2);
+    assert_eq!(names[0], EventKind::Proposed);
+    let repeated = names.len() - 1;
+    assert!(
+        (1..=windows).contains(&repeated) && names[1..].iter().all(|e| *e == EventKind::Repeated),
+        "{names:?} over {took:?}"
+    );
+    assert!(events_after - events_before <= 1 + repeated as i64);
     assert_eq!(history[1].note.as_deref(), Some("hits: 2"));
     // The proposal is still one undecided proposal and decides as usual.
     store
