@@ -190,7 +190,7 @@ mod tests {
     }
 
     /// What a client gets for a tool's answer is the same, byte for byte, whether it is
-    /// written from its parts or through the `Value` tree the result used to be built as.
+    /// written from its parts or through the result's `Value` tree.
     #[test]
     fn an_answer_on_the_wire_is_the_bytes_of_its_value_tree() {
         let info = crate::app::server_info();
