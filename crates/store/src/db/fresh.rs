@@ -387,11 +387,8 @@ mod tests {
         state.watch.as_mut().unwrap().data_version().unwrap()
     }
 
-    #[tokio::test]
-    async fn a_pending_poll_is_remembered_until_any_connection_commits() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("supervise.db");
-        let store = Store::open(&path, StoreOptions::default()).await.unwrap();
+    /// Bottle `demo` with one pending egress proposal: the bottle and the proposal's id.
+    async fn a_pending_proposal(store: &Store) -> (crate::model::Bottle, String) {
         let ip: IpAddr = "127.0.0.1".parse().unwrap();
         let b = store
             .add_bottle("demo", ip, &Actor::cli("t"))
@@ -408,6 +405,15 @@ mod tests {
             panic!("created");
         };
         let id = p.id.to_string();
+        (b, id)
+    }
+
+    #[tokio::test]
+    async fn a_pending_poll_is_remembered_until_any_connection_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("supervise.db");
+        let store = Store::open(&path, StoreOptions::default()).await.unwrap();
+        let (b, id) = a_pending_proposal(&store).await;
 
         // The first poll after a commit peeks; its pending answer is remembered.
         let first = store.take_decision(b.id, &id).await.unwrap();
@@ -452,22 +458,7 @@ mod tests {
         };
         let url = cluster.fresh_database().await;
         let store = Store::open(&url, StoreOptions::default()).await.unwrap();
-        let ip: IpAddr = "127.0.0.1".parse().unwrap();
-        let b = store
-            .add_bottle("demo", ip, &Actor::cli("t"))
-            .await
-            .unwrap();
-        let item = NewProposal {
-            bottle_id: b.id,
-            kind: Kind::Egress,
-            change: json!({ "host": "a.example" }),
-            justification: "build".into(),
-            quorum: None,
-        };
-        let Proposed::Created(p) = store.propose(item).await.unwrap() else {
-            panic!("created");
-        };
-        let id = p.id.to_string();
+        let (b, id) = a_pending_proposal(&store).await;
 
         let first = store.take_decision(b.id, &id).await.unwrap();
         assert!(matches!(first, Delivery::Pending(_)), "got {first:?}");
