@@ -4,24 +4,8 @@
 //! that owns the database passes every check (exit 0).
 
 use std::path::Path;
-use std::process::Command;
 
-use crate::util::{Run, clean_command};
-
-fn psql(url: &str, sql: &str) {
-    let psql = supervise_testpg::bin_dir()
-        .map(|d| d.join("psql"))
-        .expect("psql");
-    let out = Command::new(psql)
-        .args(["-X", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
-        .output()
-        .expect("psql");
-    assert!(
-        out.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::util::{Run, clean_command, psql};
 
 fn doctor(url: &str) -> Run {
     Run::from(

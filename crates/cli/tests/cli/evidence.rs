@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{BIN, Env, Run, command, have};
+use crate::util::{BIN, Env, Run, command, have, psql};
 
 /// A trail of a few events: bottle added, two proposals, one approved, one rejected.
 fn trail(env: &Env) {
@@ -215,21 +215,6 @@ fn an_archive_leaves_a_database_and_a_file_that_both_verify() {
             .unwrap();
         assert_eq!(r.status.code(), Some(1), "line {n} edited still verifies");
     }
-}
-
-fn psql(url: &str, sql: &str) {
-    let psql = supervise_testpg::bin_dir()
-        .map(|d| d.join("psql"))
-        .expect("psql");
-    let out = Command::new(psql)
-        .args(["-X", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
-        .output()
-        .expect("psql");
-    assert!(
-        out.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[test]

@@ -209,3 +209,20 @@ pub fn have(program: &str) -> bool {
     eprintln!("SKIPPED: {program} not installed (apt-get install {program})");
     false
 }
+
+/// Runs `sql` on the PostgreSQL database `url` with the test cluster's `psql`, failing the
+/// test with psql's message when it fails.
+pub fn psql(url: &str, sql: &str) {
+    let psql = supervise_testpg::bin_dir()
+        .map(|d| d.join("psql"))
+        .expect("psql");
+    let out = Command::new(psql)
+        .args(["-X", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
+        .output()
+        .expect("psql");
+    assert!(
+        out.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
