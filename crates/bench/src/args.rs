@@ -69,7 +69,8 @@ pub struct RunArgs {
     pub quick: bool,
     /// Scenarios to run (comma-separated or repeated): baseline-sqlite, baseline-sqlx,
     /// baseline-pg, baseline-http, propose, propose-capped, check-pending, list, deliver,
-    /// hold, wake, tasks, garbage-batch, squid-acl, console, sigterm-stalled.
+    /// hold, wake, tasks, garbage-batch, squid-acl, decide, console,
+    /// sigterm-stalled.
     #[arg(long, value_delimiter = ',')]
     pub scenario: Vec<String>,
     /// Protocol era the load generator speaks.

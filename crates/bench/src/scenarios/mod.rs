@@ -4,7 +4,7 @@
 //! Families: [`baseline`] (bare hyper), [`propose`], [`poll`] (`check-pending`, `deliver`,
 //! `list`), [`hold`] (`hold`, `hold-bare`), [`wake`] (`wake`, `wake-burst`), [`tasks`],
 //! [`abuse`] (`garbage-batch`, `sigterm-stalled`: what hostile clients cost the server) and
-//! [`egress`] (`squid-acl`: the Squid helper's lookups per second) and [`console`] (the
+//! [`egress`] (`squid-acl`, `decide`: the proxy helpers' lookups per second) and [`console`] (the
 //! console API's decide latency and its events stream).
 
 mod abuse;
@@ -46,7 +46,7 @@ impl Backend {
 }
 
 /// Every scenario, in the order they run.
-pub const ALL_SCENARIOS: [&str; 16] = [
+pub const ALL_SCENARIOS: [&str; 17] = [
     "baseline-sqlite",
     "baseline-sqlx",
     "baseline-pg",
@@ -61,6 +61,7 @@ pub const ALL_SCENARIOS: [&str; 16] = [
     "tasks",
     "garbage-batch",
     "squid-acl",
+    "decide",
     "console",
     "sigterm-stalled",
 ];
@@ -70,12 +71,13 @@ pub const NOT_QUICK: [&str; 1] = ["sigterm-stalled"];
 
 /// Scenarios that run once, in the first backend's pass, whatever the backends: the limits
 /// that do not depend on the server's database, and the ones that start their servers on
-/// SQLite files of their own (`squid-acl`, `console`). `hold-bare` (in `hold`) too.
-pub const SHARED: [&str; 5] = [
+/// SQLite files of their own (`squid-acl`, `decide`, `console`). `hold-bare` (in `hold`) too.
+pub const SHARED: [&str; 6] = [
     "baseline-sqlite",
     "baseline-sqlx",
     "baseline-http",
     "squid-acl",
+    "decide",
     "console",
 ];
 
@@ -85,7 +87,9 @@ pub const SHARED: [&str; 5] = [
 pub fn row_backend(scenario: &str, backend: Backend) -> &'static str {
     match scenario {
         "baseline-http" | "hold-bare" => "-",
-        "baseline-sqlite" | "baseline-sqlx" | "squid-acl" | "console" => Backend::Sqlite.name(),
+        "baseline-sqlite" | "baseline-sqlx" | "squid-acl" | "decide" | "console" => {
+            Backend::Sqlite.name()
+        }
         s if s.starts_with("baseline-pg") => Backend::Postgres.name(),
         _ => backend.name(),
     }
@@ -346,6 +350,9 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
     }
     if want("squid-acl") {
         rows.push(push(egress::squid_acl(ctx).await, "squid-acl", "-"));
+    }
+    if want("decide") {
+        rows.push(push(egress::decide(ctx).await, "decide", "-"));
     }
     if want("console") {
         rows.push(push(console::console(ctx).await, "console", "-"));
