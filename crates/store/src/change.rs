@@ -23,7 +23,8 @@ pub use git_push::{
     ref_covers, validate_remote,
 };
 pub use request::{
-    MAX_METHODS, MAX_PATH_PREFIX, is_limited, is_method, limits, normalise_path, request_fits,
+    MAX_METHODS, MAX_PATH_PREFIX, is_limited, is_method, limits, normal_path, normalise_path,
+    request_fits,
 };
 
 /// Longest justification accepted, in characters.

@@ -68,6 +68,7 @@ pub use context::{
     egress_destination, resolve,
 };
 pub use follow::{Follow, Woken};
+pub use egress::EgressLookups;
 pub use gate_installs::GateInstall;
 pub use queue::PendingGroup;
 pub use rules::{InForce, RulesVersion, actor_rule, rules_sha256};

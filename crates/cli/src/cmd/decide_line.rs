@@ -14,7 +14,7 @@ use supervise_store::HttpRequest;
 
 use super::Ctx;
 use super::egress_helper::{Helper, Options, Verdict, serve};
-use super::squid::quote;
+use super::squid::push_quoted;
 
 /// Runs the helper until stdin closes.
 pub async fn run(ctx: &Ctx, options: Options, out: &mut dyn Write) -> Result<()> {
@@ -40,20 +40,22 @@ pub struct Lookup<'a> {
 /// lookup. PATH is the rest of the line after METHOD, so a path holding a space arrives
 /// whole and is refused by the path rule rather than misread.
 pub fn parse_line(line: &str) -> Result<Lookup<'_>, (&str, String)> {
-    let line = line.trim_end_matches(['\r', '\n']);
-    let mut rest = line.trim_start();
+    let mut rest = line.trim_end_matches(['\r', '\n']);
     let mut next = || {
-        let field = rest.split_ascii_whitespace().next()?;
-        let at = rest.find(field).expect("found") + field.len();
-        rest = rest[at..].trim_start();
-        Some(field)
+        rest = rest.trim_start();
+        let end = rest
+            .find(|c: char| c.is_ascii_whitespace())
+            .unwrap_or(rest.len());
+        let (field, after) = rest.split_at(end);
+        rest = after;
+        (!field.is_empty()).then_some(field)
     };
     let id = next().unwrap_or("-");
     let (Some(src), Some(host), Some(port)) = (next(), next(), next()) else {
         return Err((id, "expected ID SRC HOST PORT [METHOD PATH]".into()));
     };
     let method = next();
-    let path = rest;
+    let path = rest.trim_start();
     let Ok(src) = src
         .trim_start_matches('[')
         .trim_end_matches(']')
@@ -79,17 +81,32 @@ pub fn parse_line(line: &str) -> Result<Lookup<'_>, (&str, String)> {
     })
 }
 
-async fn answer(helper: &mut Helper, line: &str) -> String {
+/// Appends the answer to `line` to `out`.
+async fn answer(helper: &mut Helper, line: &str, out: &mut String) {
     let l = match parse_line(line) {
         Ok(l) => l,
-        Err((id, why)) => return format!("{id} ERR - {}", quote(&why)),
+        Err((id, why)) => {
+            out.push_str(id);
+            out.push_str(" ERR - ");
+            push_quoted(out, &why);
+            return;
+        }
     };
+    out.push_str(l.id);
     match helper.decide(l.src, l.host, l.port, l.request).await {
-        Verdict::Allow(g) => format!("{} OK {g}", l.id),
-        Verdict::Intercept(g) => format!("{} INTERCEPT {g}", l.id),
+        Verdict::Allow(g) => {
+            out.push_str(" OK ");
+            out.push_str(g.id.as_str());
+        }
+        Verdict::Intercept(g) => {
+            out.push_str(" INTERCEPT ");
+            out.push_str(g.as_str());
+        }
         Verdict::Refuse { proposal, why } => {
-            let proposal = proposal.as_ref().map_or("-", |p| p.as_str());
-            format!("{} ERR {proposal} {}", l.id, quote(&why))
+            out.push_str(" ERR ");
+            out.push_str(proposal.as_ref().map_or("-", |p| p.as_str()));
+            out.push(' ');
+            push_quoted(out, &why);
         }
     }
 }

@@ -8,15 +8,16 @@
 //! an exit: the next lookup tries again.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use supervise_store::present::address;
 use supervise_store::{
-    Bottle, BottleId, BottleRef, DenyReason, EgressDecision, GrantId, HttpRequest, ProposalId,
-    Proposed, REFUSAL_EVERY, Store, StoreError, StoreOptions,
+    Bottle, BottleId, BottleRef, DenyReason, EgressDecision, EgressLookups, Grant, GrantId,
+    HttpRequest, ProposalId, Proposed, REFUSAL_EVERY, Store, StoreError, StoreOptions,
 };
 
 use super::Ctx;
@@ -40,10 +41,10 @@ pub struct Options {
 }
 
 /// The answer to one lookup.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// Let it through, by this grant.
-    Allow(GrantId),
+    Allow(Arc<Grant>),
     /// A connection only grants limited to methods or paths cover: open it, intercept,
     /// and ask again for each request inside.
     Intercept(GrantId),
@@ -54,46 +55,74 @@ pub enum Verdict {
     },
 }
 
+/// Bytes read from stdin at most at once: the lines that arrived together, answered
+/// together and written back in one write (a few hundred lines at most, so the first of
+/// them waits well under a millisecond for the last).
+const READ_SIZE: usize = 16 * 1024;
+
 /// Runs a line helper (`name`, for messages) until stdin closes: each line is answered by
-/// `answer`, in order, and the answer written and flushed at once (the proxy waits for it).
+/// `answer` (which appends its reply to the buffer it is given), in order. The lines read
+/// from stdin together (a batch: every complete line one read returned) are answered
+/// against one check that the database is where it was and one read of its version
+/// ([`Store::egress_lookups`]), and their answers written and flushed together; a proxy
+/// that waits for each answer before sending the next line gets batches of one.
+///
+/// Why that is as fresh as a check per line: every line of a batch had been read from
+/// stdin, so had arrived, before the batch's check; an approval or revoke that committed
+/// before the proxy wrote a line therefore committed before the check, which sees it.
 pub async fn serve(
     name: &'static str,
     ctx: &Ctx,
     options: Options,
     out: &mut dyn Write,
-    answer: impl AsyncFn(&mut Helper, &str) -> String,
+    answer: impl AsyncFn(&mut Helper, &str, &mut String),
 ) -> anyhow::Result<()> {
-    let mut rx = stdin_lines();
+    let mut rx = stdin_batches();
     let mut helper = Helper::new(name, ctx.db.clone(), ctx.host.clone(), options);
-    while let Some(line) = rx.recv().await {
-        let mut reply = answer(&mut helper, &line).await;
-        reply.push('\n');
-        out.write_all(reply.as_bytes())?;
+    let mut replies = String::with_capacity(READ_SIZE);
+    while let Some(batch) = rx.recv().await {
+        helper.begin_batch();
+        for line in batch.split_inclusive(|b| *b == b'\n') {
+            answer(&mut helper, &String::from_utf8_lossy(line), &mut replies).await;
+            replies.push('\n');
+        }
+        out.write_all(replies.as_bytes())?;
         out.flush()?;
+        replies.clear();
     }
     helper.close().await;
     Ok(())
 }
 
 /// Reads stdin on a thread of its own (so the runtime stays free for the store's
-/// background work between lookups) and hands each line over.
-fn stdin_lines() -> tokio::sync::mpsc::Receiver<String> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<String>(64);
+/// background work between lookups) and hands over, from each read, the complete lines it
+/// holds (with their newlines); a last line without a newline is handed over at the end.
+fn stdin_batches() -> tokio::sync::mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
-        let mut buf = Vec::new();
+        let mut buf = vec![0u8; READ_SIZE];
+        // The bytes read that do not yet end a line.
+        let mut pending: Vec<u8> = Vec::new();
         loop {
-            buf.clear();
-            match input.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let line = String::from_utf8_lossy(&buf).into_owned();
-                    if tx.blocking_send(line).is_err() {
-                        break;
-                    }
+            let n = match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            pending.extend_from_slice(&buf[..n]);
+            if let Some(last) = pending.iter().rposition(|b| *b == b'\n') {
+                let rest = pending.split_off(last + 1);
+                let batch = std::mem::replace(&mut pending, rest);
+                if tx.blocking_send(batch).is_err() {
+                    return;
                 }
             }
+        }
+        if !pending.is_empty() {
+            let _ = tx.blocking_send(pending);
         }
     });
     rx
@@ -107,10 +136,14 @@ pub struct Helper {
     host: Option<String>,
     options: Options,
     store: Option<Store>,
+    /// The current batch's lookups: one version read for the lines that arrived together
+    /// ([`serve`]); `None` until the batch's first lookup, and again after this helper
+    /// wrote (so a line after the write reads the version anew, as it would alone).
+    lookups: Option<EgressLookups>,
     /// When this helper last asked the store to record each grant's use.
     used: HashMap<GrantId, Instant>,
-    /// When this helper last recorded a refusal of each bottle and destination.
-    refused: HashMap<(BottleId, String, u16), Instant>,
+    /// When this helper last recorded a refusal of each bottle and port, by destination.
+    refused: HashMap<(BottleId, u16), HashMap<String, Instant>>,
 }
 
 impl Helper {
@@ -121,9 +154,28 @@ impl Helper {
             host,
             options,
             store: None,
+            lookups: None,
             used: HashMap::new(),
             refused: HashMap::new(),
         }
+    }
+
+    /// A new batch of lines begins: its first lookup checks the file and reads the
+    /// database's version again.
+    pub fn begin_batch(&mut self) {
+        self.lookups = None;
+    }
+
+    /// The batch's lookups: the store (reopened if the file moved, [`Helper::store`]) and
+    /// its version, read at the batch's first lookup.
+    async fn lookups(&mut self) -> Result<EgressLookups, String> {
+        if let Some(l) = &self.lookups {
+            return Ok(l.clone());
+        }
+        let store = self.store().await?;
+        let l = store.egress_lookups().await;
+        self.lookups = Some(l.clone());
+        Ok(l)
     }
 
     /// May the bottle at `src` reach `host:port`, with `request` when the proxy sees it?
@@ -138,12 +190,12 @@ impl Helper {
             proposal: None,
             why,
         };
-        let store = match self.store().await {
-            Ok(s) => s,
+        let lookups = match self.lookups().await {
+            Ok(l) => l,
             Err(why) => return refuse(why),
         };
-        let decision = match store
-            .egress_request_decision(BottleRef::Ip(src), host, port, request)
+        let decision = match lookups
+            .decision(BottleRef::Ip(src), host, port, request)
             .await
         {
             Ok(d) => d,
@@ -161,6 +213,8 @@ impl Helper {
                 grant,
             } => {
                 if self.options.record_use && self.use_is_due(&grant.id) {
+                    let store = lookups.store();
+                    self.wrote();
                     match store.record_grant_use(&bottle, &grant, &host, port).await {
                         Ok(_) => {
                             self.used.insert(grant.id.clone(), Instant::now());
@@ -170,7 +224,7 @@ impl Helper {
                         Err(e) => eprintln!("supervise {}: grant use not recorded: {e}", self.name),
                     }
                 }
-                Verdict::Allow(grant.id)
+                Verdict::Allow(grant)
             }
             EgressDecision::Denied {
                 reason: DenyReason::RequestUnseen(grant),
@@ -196,11 +250,13 @@ impl Helper {
                     (_, None) => format!("{what}: {reason}"),
                 };
                 let file = matches!(reason, DenyReason::NoGrant | DenyReason::OutsideLimits);
+                let store = lookups.store();
                 if let (true, Some(b)) = (file, &bottle) {
-                    self.record_refusal(&store, b, &host, port).await;
+                    self.record_refusal(store, b, &host, port).await;
                 }
                 let mut filed = false;
                 if let (true, true, Some(b)) = (self.options.propose_on_deny, file, &bottle) {
+                    self.wrote();
                     match store.propose_observed(b, &host, port).await {
                         Ok(Some(Proposed::Created(p))) => {
                             filed = true;
@@ -246,20 +302,31 @@ impl Helper {
     /// per bottle and destination, here and in the store). A refusal not written stays a
     /// refusal.
     async fn record_refusal(&mut self, store: &Store, bottle: &Bottle, host: &str, port: u16) {
-        let key = (bottle.id, host.to_string(), port);
+        let key = (bottle.id, port);
         if self
             .refused
             .get(&key)
+            .and_then(|hosts| hosts.get(host))
             .is_some_and(|at| at.elapsed() < REFUSAL_EVERY)
         {
             return;
         }
+        self.wrote();
         match store.record_refusal(bottle, host, port).await {
             Ok(_) => {
-                self.refused.insert(key, Instant::now());
+                self.refused
+                    .entry(key)
+                    .or_default()
+                    .insert(host.to_string(), Instant::now());
             }
             Err(e) => eprintln!("supervise {}: refusal not recorded: {e}", self.name),
         }
+    }
+
+    /// This helper is about to write (a commit it knows of): the next lookup reads the
+    /// version again rather than answer from before the write.
+    fn wrote(&mut self) {
+        self.lookups = None;
     }
 
     fn use_is_due(&self, grant: &GrantId) -> bool {
@@ -297,6 +364,7 @@ impl Helper {
 
     /// After a failure other than a busy lock, the next lookup starts from a fresh open.
     async fn forget_store_after(&mut self, e: &StoreError) {
+        self.lookups = None;
         if matches!(e, StoreError::Busy) {
             return;
         }

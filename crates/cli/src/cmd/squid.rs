@@ -28,28 +28,47 @@ pub async fn run(ctx: &Ctx, options: Options, out: &mut dyn Write) -> Result<()>
     serve("squid-acl", ctx, options, out, answer).await
 }
 
-/// The reply to one line. Squid cannot see requests: a grant limited to methods or paths
-/// never lets a connection through here.
-async fn answer(helper: &mut Helper, line: &str) -> String {
+/// Appends the reply to one line to `out`. Squid cannot see requests: a grant limited to
+/// methods or paths never lets a connection through here.
+async fn answer(helper: &mut Helper, line: &str, out: &mut String) {
     let lookup = match parse_line(line) {
         Ok(l) => l,
-        Err((channel, why)) => return reply(channel, &format!("ERR {}", quote(&why))),
+        Err((channel, why)) => {
+            push_channel(out, channel);
+            out.push_str("ERR ");
+            push_quoted(out, &why);
+            return;
+        }
     };
-    let verdict = match helper
+    push_channel(out, lookup.channel);
+    match helper
         .decide(lookup.src, lookup.host, lookup.port, None)
         .await
     {
-        Verdict::Allow(_) => "OK".to_string(),
-        Verdict::Intercept(g) => format!(
-            "ERR {}",
-            quote(&format!(
-                "only grant {g}, limited to methods or paths, covers it, and Squid cannot see \
-                 requests"
-            ))
-        ),
-        Verdict::Refuse { why, .. } => format!("ERR {}", quote(&why)),
-    };
-    reply(lookup.channel, &verdict)
+        Verdict::Allow(_) => out.push_str("OK"),
+        Verdict::Intercept(g) => {
+            out.push_str("ERR ");
+            push_quoted(
+                out,
+                &format!(
+                    "only grant {g}, limited to methods or paths, covers it, and Squid cannot \
+                     see requests"
+                ),
+            );
+        }
+        Verdict::Refuse { why, .. } => {
+            out.push_str("ERR ");
+            push_quoted(out, &why);
+        }
+    }
+}
+
+/// `CHANNEL ` when the line had one.
+fn push_channel(out: &mut String, channel: Option<&str>) {
+    if let Some(c) = channel {
+        out.push_str(c);
+        out.push(' ');
+    }
 }
 
 /// One parsed lookup.
@@ -92,31 +111,33 @@ pub fn parse_line(line: &str) -> Result<Lookup<'_>, (Option<&str>, String)> {
     })
 }
 
-/// `message="..."` text Squid reads back safely: printable ASCII without quotes or
-/// backslashes, one line, at most [`MAX_MESSAGE`] characters.
-pub fn quote(message: &str) -> String {
-    let clean: String = message
-        .chars()
-        .map(|c| match c {
-            '"' | '\\' => '\'',
-            c if c.is_ascii_graphic() || c == ' ' => c,
-            _ => '?',
-        })
-        .take(MAX_MESSAGE)
-        .collect();
-    format!("message=\"{clean}\"")
-}
-
-fn reply(channel: Option<&str>, verdict: &str) -> String {
-    match channel {
-        Some(c) => format!("{c} {verdict}"),
-        None => verdict.to_string(),
-    }
+/// Appends `message="..."` to `out`: text Squid (and the mitmproxy addon) reads back
+/// safely, printable ASCII without quotes or backslashes, one line, at most
+/// [`MAX_MESSAGE`] characters.
+pub fn push_quoted(out: &mut String, message: &str) {
+    out.push_str("message=\"");
+    out.extend(
+        message
+            .chars()
+            .map(|c| match c {
+                '"' | '\\' => '\'',
+                c if c.is_ascii_graphic() || c == ' ' => c,
+                _ => '?',
+            })
+            .take(MAX_MESSAGE),
+    );
+    out.push('"');
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn quote(message: &str) -> String {
+        let mut out = String::new();
+        push_quoted(&mut out, message);
+        out
+    }
 
     #[test]
     fn lines_with_and_without_channels() {

@@ -57,6 +57,23 @@ impl Helper {
         answer.trim_end().to_string()
     }
 
+    /// Sends `lines` in one write (so the helper reads them together, as one batch) and
+    /// reads their answers.
+    fn ask_together(&mut self, lines: &[&str]) -> Vec<String> {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        (0..lines.len())
+            .map(|_| {
+                let mut answer = String::new();
+                self.stdout.read_line(&mut answer).unwrap();
+                assert!(answer.ends_with('\n'), "an answer per line, got {answer:?}");
+                answer.trim_end().to_string()
+            })
+            .collect()
+    }
+
     /// Closes stdin; the helper must exit 0 promptly.
     fn finish(mut self) {
         drop(self.stdin.take());
@@ -168,6 +185,45 @@ fn each_lookup_reads_the_database_as_it_is_now() {
         .block_on(env.store.revoke(&grant, &Actor::cli("op")))
         .unwrap();
     assert!(h.ask("5 10.9.0.2 a.example.test 443").starts_with("5 ERR"));
+    h.finish();
+}
+
+/// Lines that reach the helper together are answered against one check of the database,
+/// made after they arrived: an approval or revoke committed before they were written is in
+/// effect for every one of them, and the next lines see the next commit.
+#[test]
+fn lines_sent_together_see_every_commit_made_before_them() {
+    let env = Env::new();
+    let mut h = Helper::start_as(&env.db, "decide", &[]);
+    let lines = [
+        "1 10.9.0.2 a.example.test 443 GET /simple/",
+        "2 10.9.0.2 b.example.test 443 POST /x",
+        "3 10.9.0.2 a.example.test 443",
+        "4 10.9.0.3 a.example.test 443 GET /",
+    ];
+    let verdicts = |answers: Vec<String>| -> Vec<String> {
+        answers
+            .iter()
+            .map(|a| a.split(' ').take(2).collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let refused = ["1 ERR", "2 ERR", "3 ERR", "4 ERR"];
+    assert_eq!(verdicts(h.ask_together(&lines)), refused);
+    let id = env.egress("*.example.test", 443);
+    let grant = approve(&env, &id, None);
+    assert_eq!(
+        h.ask_together(&lines),
+        [
+            format!("1 OK {grant}"),
+            format!("2 OK {grant}"),
+            format!("3 OK {grant}"),
+            "4 ERR - message=\"no bottle is registered at 10.9.0.3\"".to_string(),
+        ]
+    );
+    env.rt
+        .block_on(env.store.revoke(&grant, &Actor::cli("op")))
+        .unwrap();
+    assert_eq!(verdicts(h.ask_together(&lines)), refused);
     h.finish();
 }
 

@@ -10,6 +10,7 @@
 //! its `expires_at` never counts. Destinations are normalised by the proposals' own rule
 //! ([`crate::change::normalise_host`]), so `PyPI.org.` is `pypi.org`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,8 +19,9 @@ use tracing::instrument;
 
 use super::Store;
 use super::bottles::{live_bottle_by_ip, live_bottle_named};
-use super::egress_memo::{Key, Snapshot};
+use super::egress_memo::{Asked, Granted, Key, Snapshot};
 use super::file::Identity;
+use super::fresh::Stamp;
 use super::proposals::{Filing, prepare, propose_in};
 use super::rows::{self, GRANT_COLUMNS, GrantRow, PROPOSAL_COLUMNS, ProposalRow};
 use super::trail::{NewEvent, actor_bottle, record};
@@ -45,6 +47,39 @@ const NEVER_OBSERVED: [Flag; 4] = [
     Flag::Unspecified,
 ];
 
+/// Egress lookups answered against one read of the database's version
+/// ([`Store::egress_lookups`]): for lookups that all arrived before it was made.
+#[derive(Debug, Clone)]
+pub struct EgressLookups {
+    store: Store,
+    /// `None`: the version could not be read (or there is no watch): every decision reads.
+    version: Option<Stamp>,
+}
+
+impl EgressLookups {
+    /// The store these lookups read, for what an enforcement point writes back.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// May `bottle` reach `host:port`, with `request` when the asker sees it? As
+    /// [`Store::egress_request_decision`], with the database's version as read when these
+    /// lookups were begun; time (a grant's or proposal's end) is taken now.
+    pub async fn decision(
+        &self,
+        bottle: BottleRef<'_>,
+        host: &str,
+        port: u16,
+        request: Option<HttpRequest<'_>>,
+    ) -> StoreResult<EgressDecision> {
+        let snapshot = self
+            .store
+            .egress_snapshot(self.version.as_ref(), bottle)
+            .await?;
+        Ok(decide(&snapshot, host, port, request, &Timestamp::now()))
+    }
+}
+
 impl Store {
     /// May `bottle` reach `host:port` now? A bottle by address is this store's host's; by
     /// name, `HOST/SLUG` or a slug one host has ([`Store::named_bottle`]; a slug several
@@ -68,6 +103,8 @@ impl Store {
     /// fits them (its path normalised by [`change::normalise_path`]; a path that normalising
     /// refuses is refused). An exact grant is preferred to a wildcard, then the one lasting
     /// longest. A denial names an undecided proposal that asks for the destination.
+    ///
+    /// The same as one [`EgressLookups::decision`] of [`Store::egress_lookups`] taken now.
     #[instrument(skip(self), err, level = "debug")]
     pub async fn egress_request_decision(
         &self,
@@ -76,18 +113,44 @@ impl Store {
         port: u16,
         request: Option<HttpRequest<'_>>,
     ) -> StoreResult<EgressDecision> {
-        let snapshot = self.egress_snapshot(bottle).await?;
-        Ok(decide(&snapshot, host, port, request, &Timestamp::now()))
+        self.egress_lookups()
+            .await
+            .decision(bottle, host, port, request)
+            .await
     }
 
-    /// The bottle's egress state: remembered at the version read first, or read.
-    async fn egress_snapshot(&self, bottle: BottleRef<'_>) -> StoreResult<Arc<Snapshot>> {
+    /// Egress lookups that all arrived before this call: the database's version
+    /// ([`fresh`](super::fresh)) is read once, here, and each
+    /// [`decision`](EgressLookups::decision) is answered as
+    /// [`Store::egress_request_decision`] would answer it now.
+    ///
+    /// Why one read serves them all: a lookup must see every commit that returned before
+    /// it arrived. Every lookup answered through the value returned had arrived (a proxy's
+    /// helper had read its line) before this version read, so each such commit had
+    /// returned before the read too, and changed the version it reads; a snapshot is
+    /// taken from memory only under that very version (no commit since before it was
+    /// read), else read afresh. So one read per batch of lookups already received is
+    /// exactly as fresh as one per lookup. A lookup that arrives later needs a new call.
+    pub async fn egress_lookups(&self) -> EgressLookups {
         let version = match &self.inner.fresh {
             Some(f) => f.observe().await,
             None => None,
         };
+        EgressLookups {
+            store: self.clone(),
+            version,
+        }
+    }
+
+    /// The bottle's egress state: remembered at `version` (read before the lookup was
+    /// answered, after it arrived), or read.
+    async fn egress_snapshot(
+        &self,
+        version: Option<&Stamp>,
+        bottle: BottleRef<'_>,
+    ) -> StoreResult<Arc<Snapshot>> {
         let key = Key::from(bottle);
-        if let Some(v) = &version
+        if let Some(v) = version
             && let Some(s) = self.inner.egress_memo.get(v, &key)
         {
             return Ok(s);
@@ -99,7 +162,7 @@ impl Store {
             BottleRef::Ip(ip) => live_bottle_by_ip(&mut tx, &self.inner.host, ip).await?,
         };
         let mut snapshot = Snapshot {
-            bottle: found,
+            bottle: found.map(Arc::new),
             grants: Vec::new(),
             pending: Vec::new(),
         };
@@ -113,7 +176,8 @@ impl Store {
             .bind(now.as_str())
             .fetch_all(&mut *tx)
             .await?;
-            snapshot.grants = rows::all(grants)?;
+            let grants: Vec<Grant> = rows::all(grants)?;
+            snapshot.grants = grants.into_iter().map(Granted::from).collect();
             let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "{PROPOSAL_COLUMNS} WHERE p.bottle_id = $1 AND p.kind = 'egress' \
                  AND p.status = 'pending' AND (p.expires_at IS NULL OR p.expires_at > $2) \
@@ -125,13 +189,17 @@ impl Store {
             .await?;
             for row in rows {
                 let p = row.at(&now)?;
-                snapshot.pending.push((p.id, p.change, p.expires_at));
+                snapshot.pending.push(Asked {
+                    dest: host_port(&p.change).map(|(h, port)| (h.to_owned(), port)),
+                    id: p.id,
+                    expires_at: p.expires_at,
+                });
             }
         }
         drop(tx);
         let snapshot = Arc::new(snapshot);
         if let Some(v) = version {
-            self.inner.egress_memo.put(v, key, snapshot.clone());
+            self.inner.egress_memo.put(v.clone(), key, snapshot.clone());
         }
         Ok(snapshot)
     }
@@ -287,6 +355,48 @@ fn host_port(change: &serde_json::Value) -> Option<(&str, u64)> {
     Some((change.get("host")?.as_str()?, change.get("port")?.as_u64()?))
 }
 
+impl From<Grant> for Granted {
+    /// The grant with its change's terms taken out once (by the same functions that read
+    /// them from the change everywhere else).
+    fn from(grant: Grant) -> Granted {
+        let (methods, prefix) = change::limits(&grant.change);
+        Granted {
+            dest: host_port(&grant.change).map(|(h, p)| (h.to_owned(), p)),
+            limited: change::is_limited(&grant.change),
+            methods: methods.map(|m| m.into_iter().map(str::to_owned).collect()),
+            prefix: prefix.map(str::to_owned),
+            grant: Arc::new(grant),
+        }
+    }
+}
+
+impl Granted {
+    /// Whether the grant covers `host:port` (limits aside).
+    fn covers(&self, host: &str, port: u16) -> bool {
+        self.dest
+            .as_ref()
+            .is_some_and(|(h, p)| *p == u64::from(port) && covers(h, host))
+    }
+
+    /// Whether its limits let `request` (method upper-cased, path normalised) through; a
+    /// request not seen fits only a grant without limits ([`change::request_fits`]).
+    fn fits(&self, request: Option<(&str, &str)>) -> bool {
+        match request {
+            Some((method, path)) => {
+                self.methods
+                    .as_ref()
+                    .is_none_or(|m| m.iter().any(|x| x == method))
+                    && self.prefix.as_ref().is_none_or(|p| path.starts_with(p.as_str()))
+            }
+            None => !self.limited,
+        }
+    }
+
+    fn in_force(&self, now: &Timestamp) -> bool {
+        self.grant.expires_at.as_ref().is_none_or(|e| e > now)
+    }
+}
+
 /// The decision from one bottle's egress state at `now`.
 fn decide(
     snapshot: &Snapshot,
@@ -296,7 +406,7 @@ fn decide(
     now: &Timestamp,
 ) -> EgressDecision {
     let found = snapshot.bottle.clone();
-    let denied = |bottle: Option<Bottle>, host: String, reason| EgressDecision::Denied {
+    let denied = |bottle: Option<Arc<Bottle>>, host: String, reason| EgressDecision::Denied {
         bottle,
         host,
         port,
@@ -316,29 +426,24 @@ fn decide(
         Ok(r) => r,
         Err(why) => return denied(Some(bottle), host, DenyReason::InvalidRequest(why)),
     };
-    let covering: Vec<&Grant> = snapshot
-        .grants
-        .iter()
-        .filter(|g| g.expires_at.as_ref().is_none_or(|e| e > now))
-        .filter(|g| {
-            host_port(&g.change).is_some_and(|(h, p)| p == u64::from(port) && covers(h, &host))
-        })
-        .collect();
-    let fits = |g: &&Grant| match &request {
-        Some((method, path)) => change::request_fits(&g.change, method, path),
-        None => !change::is_limited(&g.change),
+    let request = request.as_ref().map(|(m, p)| (m.as_ref(), p.as_ref()));
+    let covering = || {
+        snapshot
+            .grants
+            .iter()
+            .filter(|g| g.in_force(now) && g.covers(&host, port))
     };
-    if let Some(grant) = best_grant(covering.iter().copied().filter(fits), &host) {
+    if let Some(granted) = best_grant(covering().filter(|g| g.fits(request)), &host) {
         return EgressDecision::Allowed {
             bottle,
             host,
             port,
-            grant: Box::new(grant.clone()),
+            grant: granted.grant.clone(),
         };
     }
-    let reason = match (&request, best_grant(covering.iter().copied(), &host)) {
+    let reason = match (request, best_grant(covering(), &host)) {
         (_, None) => DenyReason::NoGrant,
-        (None, Some(limited)) => DenyReason::RequestUnseen(limited.id.clone()),
+        (None, Some(limited)) => DenyReason::RequestUnseen(limited.grant.id.clone()),
         (Some(_), Some(_)) => DenyReason::OutsideLimits,
     };
     let proposal_id = undecided_for(snapshot, &host, port, now);
@@ -351,20 +456,30 @@ fn decide(
     }
 }
 
-/// The request's method upper-cased and its path normalised, or why it is refused.
-fn normalise_request(r: HttpRequest<'_>) -> Result<(String, String), String> {
-    let method = r.method.to_ascii_uppercase();
+/// The request's method upper-cased and its path normalised, or why it is refused;
+/// borrowed when they already are.
+fn normalise_request(r: HttpRequest<'_>) -> Result<(Cow<'_, str>, Cow<'_, str>), String> {
+    let method = if r.method.bytes().any(|b| b.is_ascii_lowercase()) {
+        Cow::Owned(r.method.to_ascii_uppercase())
+    } else {
+        Cow::Borrowed(r.method)
+    };
     if !change::is_method(&method) {
         return Err(format!("{:?} is not an HTTP method", r.method));
     }
-    Ok((method, change::normalise_path(r.path)?))
+    let path = match change::normal_path(r.path) {
+        Some(p) => Cow::Borrowed(p),
+        None => Cow::Owned(change::normalise_path(r.path)?),
+    };
+    Ok((method, path))
 }
 
-fn best_grant<'g>(grants: impl Iterator<Item = &'g Grant>, host: &str) -> Option<&'g Grant> {
+fn best_grant<'g>(grants: impl Iterator<Item = &'g Granted>, host: &str) -> Option<&'g Granted> {
     grants.max_by_key(|g| {
-        let exact = host_port(&g.change).is_some_and(|(h, _)| h == host);
+        let g: &'g Granted = g;
+        let exact = g.dest.as_ref().is_some_and(|(h, _)| h == host);
         // `None` (until revoked) outlasts every time; later times are larger text.
-        let ends = g.expires_at.as_ref().map(|t| t.as_str().to_string());
+        let ends = g.grant.expires_at.as_ref().map(Timestamp::as_str);
         (exact, ends.is_none(), ends)
     })
 }
@@ -378,20 +493,20 @@ fn undecided_for(
     now: &Timestamp,
 ) -> Option<ProposalId> {
     let mut covering = None;
-    for (id, change, expires_at) in &snapshot.pending {
-        if expires_at.as_ref().is_some_and(|e| e <= now) {
+    for asked in &snapshot.pending {
+        if asked.expires_at.as_ref().is_some_and(|e| e <= now) {
             continue;
         }
-        let Some((h, pp)) = host_port(change) else {
+        let Some((h, pp)) = &asked.dest else {
             continue;
         };
-        if pp != u64::from(port) || !covers(h, host) {
+        if *pp != u64::from(port) || !covers(h, host) {
             continue;
         }
         if h == host {
-            return Some(id.clone());
+            return Some(asked.id.clone());
         }
-        covering.get_or_insert_with(|| id.clone());
+        covering.get_or_insert_with(|| asked.id.clone());
     }
     covering
 }

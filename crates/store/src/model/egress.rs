@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use super::{Bottle, Grant, GrantId, ProposalId};
 
@@ -40,19 +41,20 @@ impl fmt::Display for BottleRef<'_> {
 pub enum EgressDecision {
     /// A grant in force covers the destination.
     Allowed {
-        bottle: Bottle,
+        /// Shared with the snapshot it was decided from.
+        bottle: Arc<Bottle>,
         /// The destination as normalised (lower case, no trailing dot, canonical IP text).
         host: String,
         port: u16,
         /// The grant that allows it: its id, its change (the host may be `*.domain`) and
-        /// when it ends (`expires_at`; `None`: until revoked). Boxed: a grant is several
-        /// times the size of a denial.
-        grant: Box<Grant>,
+        /// when it ends (`expires_at`; `None`: until revoked). Shared with the snapshot it
+        /// was decided from, so an answer from memory copies nothing.
+        grant: Arc<Grant>,
     },
     /// Nothing allows it.
     Denied {
         /// The bottle, when one is registered under the slug or address.
-        bottle: Option<Bottle>,
+        bottle: Option<Arc<Bottle>>,
         /// The destination as normalised, or as given when it is not a valid host.
         host: String,
         port: u16,

@@ -191,3 +191,53 @@ async fn a_decision_from_memory_is_as_fresh_as_a_read(db: TestDb) {
     assert!(!asked(&helper).await.is_allowed());
 }
 on_both!(a_decision_from_memory_is_as_fresh_as_a_read);
+
+/// Lookups answered against one version read (a proxy's batch of lines) see every commit
+/// made before that read, by another store, however many lookups they answer, and give
+/// each the answer a lookup of its own would give.
+async fn lookups_begun_after_a_commit_see_it_for_every_line(db: TestDb) {
+    let helper = db.open().await;
+    let operator = db.open().await;
+    let a = bottle(&operator, "a", "127.0.0.2").await;
+    let ip = BottleRef::Ip("127.0.0.2".parse().unwrap());
+    let get = Some(HttpRequest {
+        method: "GET",
+        path: "/simple/x/",
+    });
+    let post = Some(HttpRequest {
+        method: "POST",
+        path: "/simple/x/",
+    });
+    let batch = |store: &Store| {
+        let store = store.clone();
+        async move {
+            let lookups = store.egress_lookups().await;
+            let mut answers = Vec::new();
+            for request in [None, get, post, get] {
+                let d = lookups
+                    .decision(ip, "pypi.org", 443, request)
+                    .await
+                    .unwrap();
+                let alone = store
+                    .egress_request_decision(ip, "pypi.org", 443, request)
+                    .await
+                    .unwrap();
+                assert_eq!(d, alone, "the answer a lookup of its own gets");
+                answers.push(d.is_allowed());
+            }
+            answers
+        }
+    };
+    assert_eq!(batch(&helper).await, [false; 4]);
+    let g = grant(
+        &operator,
+        &a,
+        json!({"host": "pypi.org", "port": 443, "methods": ["GET"]}),
+        None,
+    )
+    .await;
+    assert_eq!(batch(&helper).await, [false, true, false, true]);
+    operator.revoke(&g, &Actor::cli("op")).await.unwrap();
+    assert_eq!(batch(&helper).await, [false; 4]);
+}
+on_both!(lookups_begun_after_a_commit_see_it_for_every_line);

@@ -163,7 +163,7 @@ async fn an_operator_names_any_hosts_bottle_from_any_host(db: TestDb) {
         .await
         .unwrap();
     assert!(
-        matches!(&by_name, EgressDecision::Denied { bottle: Some(found), .. } if *found == bb),
+        matches!(&by_name, EgressDecision::Denied { bottle: Some(found), .. } if **found == bb),
         "{by_name:?}"
     );
     assert!(matches!(
@@ -177,7 +177,7 @@ async fn an_operator_names_any_hosts_bottle_from_any_host(db: TestDb) {
         .await
         .unwrap();
     assert!(
-        matches!(&by_ip, EgressDecision::Denied { bottle: Some(found), .. } if *found == ba),
+        matches!(&by_ip, EgressDecision::Denied { bottle: Some(found), .. } if **found == ba),
         "{by_ip:?}"
     );
 }
