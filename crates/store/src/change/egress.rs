@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::{invalid, refuse_unknown, required_str};
 use crate::error::StoreResult;
+use std::borrow::Cow;
 use std::net::IpAddr;
 
 pub(super) fn normalise_egress(obj: &Map<String, Value>) -> StoreResult<Value> {
@@ -73,7 +74,12 @@ pub fn normalise_host(raw: &str) -> StoreResult<String> {
     if raw.contains('@') {
         return Err(invalid(field, "must not include user information (@)"));
     }
-    let lower = raw.to_ascii_lowercase();
+    // Most names arrive in lower case already: copied once, at the end.
+    let lower = if raw.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(raw.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(raw)
+    };
     let name = lower.strip_suffix('.').unwrap_or(&lower);
     if name.is_empty() {
         return Err(invalid(field, "must not be empty"));
@@ -91,8 +97,9 @@ pub fn normalise_host(raw: &str) -> StoreResult<String> {
             "`*` alone would allow every host; name a domain (*.example.com)",
         ));
     }
-    let labels: Vec<&str> = rest.split('.').collect();
-    for label in &labels {
+    let mut labels = 0;
+    for label in rest.split('.') {
+        labels += 1;
         if label.is_empty() {
             return Err(invalid(field, "has an empty label (two dots in a row?)"));
         }
@@ -122,7 +129,7 @@ pub fn normalise_host(raw: &str) -> StoreResult<String> {
         }
     }
     if wildcard
-        && (labels.len() < 2
+        && (labels < 2
             || matches!(
                 public_suffix(rest),
                 Some(PublicSuffix::Icann | PublicSuffix::Unlisted)
