@@ -67,8 +67,8 @@ pub use context::{
     CONTEXT_DECISIONS, EgressContext, REFUSAL_EVERY, RESOLVE_LIMIT, Refusals, Resolution,
     egress_destination, resolve,
 };
-pub use follow::{Follow, Woken};
 pub use egress::EgressLookups;
+pub use follow::{Follow, Woken};
 pub use gate_installs::GateInstall;
 pub use queue::PendingGroup;
 pub use rules::{InForce, RulesVersion, actor_rule, rules_sha256};

@@ -34,9 +34,10 @@ pub mod present;
 pub mod rules;
 pub mod text;
 
+pub use db::EgressLookups;
 pub use db::{
     ARCHIVE_VERSION, ArchiveCheck, Archived, AuditFilter, Backend, CONTEXT_DECISIONS, Changes,
-    Checkpoint, EVENT_SCHEMA_VERSION, EgressContext, EgressLookups, Follow, GateInstall, InForce, Location,
+    Checkpoint, EVENT_SCHEMA_VERSION, EgressContext, Follow, GateInstall, InForce, Location,
     PendingGroup, ProposalLimits, REFUSAL_EVERY, RESOLVE_LIMIT, Refusals, Resolution, RulesVersion,
     SESSION_IDLE, SESSION_MAX, SIGN_IN_LINK_TTL, ServerClaim, Store, StoreOptions, TrailBreak,
     TrailCheck, Woken, WriteObserver, actor_rule, default_host, egress_destination, resolve,

@@ -386,7 +386,10 @@ impl Granted {
                 self.methods
                     .as_ref()
                     .is_none_or(|m| m.iter().any(|x| x == method))
-                    && self.prefix.as_ref().is_none_or(|p| path.starts_with(p.as_str()))
+                    && self
+                        .prefix
+                        .as_ref()
+                        .is_none_or(|p| path.starts_with(p.as_str()))
             }
             None => !self.limited,
         }
