@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -24,7 +24,7 @@ use crate::lifecycle::Implementation;
 use crate::methods;
 use crate::modern::{
     META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
-    META_SERVER_INFO, ModernMeta, read_meta_parts,
+    META_SERVER_INFO, ModernMeta, implementation, read_meta_parts,
 };
 
 /// A `tools/call` request read by [`parse_tool_call`], borrowing from the body.
@@ -73,7 +73,7 @@ pub fn parse_tool_call(body: &[u8]) -> Option<ToolCall<'_>> {
         let meta = read_meta_parts(
             requested_version,
             Ok(m.client_capabilities),
-            m.client_info,
+            m.client_info.flatten(),
             m.log_level,
         );
         Some(CallMeta {
@@ -242,7 +242,8 @@ impl<'de> Visitor<'de> for ParamsVisitor {
 struct Meta<'a> {
     protocol_version: Option<&'a str>,
     client_capabilities: Option<Map<String, Value>>,
-    client_info: Option<Value>,
+    /// `clientInfo` as [`crate::modern_meta`] reads it (`None` inside when malformed).
+    client_info: Option<Option<Implementation>>,
     log_level: Option<Value>,
 }
 
@@ -277,7 +278,7 @@ impl<'de> Visitor<'de> for MetaVisitor {
                     &mut meta.client_capabilities,
                     map.next_value::<Map<String, Value>>()?,
                 ),
-                META_CLIENT_INFO => once(&mut meta.client_info, map.next_value::<Value>()?),
+                META_CLIENT_INFO => once(&mut meta.client_info, map.next_value::<ClientInfo>()?.0),
                 META_LOG_LEVEL => once(&mut meta.log_level, map.next_value::<Value>()?),
                 _ => {
                     map.next_value::<Value>()?;
@@ -287,6 +288,104 @@ impl<'de> Visitor<'de> for MetaVisitor {
             .map_err(map_err)?;
         }
         Ok(meta)
+    }
+}
+
+/// `clientInfo`, read as [`implementation`] reads its `Value` without building that `Value`
+/// in the usual shape (an object of at most `name`, `version` and `title`): its keys are
+/// borrowed and its values moved into place. An object with any other member, or with a
+/// repeated one, is left to the general path.
+struct ClientInfo(Option<Implementation>);
+
+impl<'de> Deserialize<'de> for ClientInfo {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ClientInfoVisitor)
+    }
+}
+
+struct ClientInfoVisitor;
+
+impl ClientInfoVisitor {
+    fn other<E>(value: Value) -> Result<ClientInfo, E> {
+        Ok(ClientInfo(implementation(value)))
+    }
+}
+
+impl<'de> Visitor<'de> for ClientInfoVisitor {
+    type Value = ClientInfo;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("clientInfo")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<ClientInfo, E> {
+        Self::other(v.into())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<ClientInfo, E> {
+        Self::other(v.into())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<ClientInfo, E> {
+        Self::other(v.into())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<ClientInfo, E> {
+        Self::other(v.into())
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<ClientInfo, E> {
+        Self::other(v.into())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<ClientInfo, E> {
+        Self::other(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ClientInfo, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Value>()? {
+            items.push(item);
+        }
+        Self::other(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClientInfo, A::Error> {
+        let (mut name, mut version, mut title) = (None, None, None);
+        while let Some(key) = map.next_key::<&'de str>()? {
+            let slot = match key {
+                "name" => &mut name,
+                "version" => &mut version,
+                "title" => &mut title,
+                _ => return Err(unread()),
+            };
+            once(slot, map.next_value::<Value>()?).map_err(map_err)?;
+        }
+        Ok(ClientInfo(match (name, version, title) {
+            // What `implementation` reads by hand.
+            (
+                Some(Value::String(name)),
+                version @ (None | Some(Value::String(_))),
+                title @ (None | Some(Value::String(_) | Value::Null)),
+            ) => {
+                let version = match version {
+                    Some(Value::String(v)) => v,
+                    _ => String::new(),
+                };
+                let mut info = Implementation::new(name, version);
+                info.title = match title {
+                    Some(Value::String(t)) => Some(t),
+                    _ => None,
+                };
+                Some(info)
+            }
+            // Without repeated or other members the order of the members does not change
+            // what `implementation` reads.
+            (name, version, title) => {
+                let mut members = Map::new();
+                for (key, value) in [("name", name), ("version", version), ("title", title)] {
+                    if let Some(value) = value {
+                        members.insert(key.to_owned(), value);
+                    }
+                }
+                implementation(Value::Object(members))
+            }
+        }))
     }
 }
 

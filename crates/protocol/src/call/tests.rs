@@ -139,6 +139,66 @@ fn unusual_shapes_are_left_to_the_general_path() {
     }
 }
 
+/// Every shape of `clientInfo` reads as the general path reads it: the usual ones (and
+/// anything not an object) on the shortcut, an object with other or repeated members on
+/// the general path.
+#[test]
+fn client_info_reads_as_the_general_path_does() {
+    let shortcut = [
+        r#"{"name":"c","version":"1"}"#,
+        r#"{"version":"1","title":"T","name":"c"}"#,
+        r#"{"name":"c","title":null}"#,
+        r#"{"name":"\u0063é"}"#,
+        r#"{"name":"c","version":1}"#,
+        r#"{"name":"c","title":5}"#,
+        r#"{"version":"1"}"#,
+        r#"{"name":null}"#,
+        "{}",
+        r#""c""#,
+        "null",
+        "7",
+        "-1.5",
+        "true",
+        r#"["c","1"]"#,
+    ];
+    let general = [
+        r#"{"name":"c","icons":[]}"#,
+        r#"{"name":"c","name":"d"}"#,
+        r#"{"na\u006de":"c"}"#,
+    ];
+    let body = |info: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{info}}}}}}}"#
+        )
+    };
+    for info in shortcut {
+        assert!(
+            agrees(&body(info)).is_some(),
+            "left to the general path: {info}"
+        );
+    }
+    for info in general {
+        assert!(
+            agrees(&body(info)).is_none(),
+            "read by the shortcut: {info}"
+        );
+    }
+    let read = |info: &str| {
+        let body = body(info);
+        parse_tool_call(body.as_bytes())
+            .unwrap()
+            .meta
+            .unwrap()
+            .meta
+            .unwrap()
+            .client_info
+    };
+    let mut titled = Implementation::new("c", "1");
+    titled.title = Some("T".into());
+    assert_eq!(read(shortcut[1]), Some(titled));
+    assert_eq!(read(shortcut[6]), None);
+}
+
 /// Bodies built from members that are each usual or not, in any order, sometimes
 /// repeated.
 fn bodies() -> impl Strategy<Value = String> {
@@ -188,6 +248,8 @@ fn bodies() -> impl Strategy<Value = String> {
         r#""_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01","io.modelcontextprotocol/clientCapabilities":{}}"#,
         r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"n","version":"v","x":[1]},"io.modelcontextprotocol/logLevel":3}"#,
         r#""_meta":[]"#,
+        r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"title":null,"name":"n"}}"#,
+        r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"n","version":2,"version":"v"}}"#,
     ]);
     let extra = prop::sample::select(vec![
         r#""x":1"#,
