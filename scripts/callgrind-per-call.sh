@@ -8,6 +8,8 @@
 #   scripts/callgrind-per-call.sh propose 2025-11-25
 #   scripts/callgrind-per-call.sh check-pending 2026-07-28 4 12 target/release
 #
+# With PG_ADMIN=postgres://USER@HOST:PORT/DB (a running PostgreSQL server) each run's
+# server gets a fresh database of its own there (created with psql) instead of a SQLite file.
 # Writes callgrind.out.SCENARIO.STYLE.{short,long} into $OUT (default target/callgrind);
 # `callgrind_annotate --inclusive=yes FILE` shows where the long run's instructions went.
 set -euo pipefail
@@ -19,19 +21,25 @@ bottles=()
 for i in $(seq 2 33); do bottles+=(--bottle "b$i=127.0.0.$i"); done
 
 run() { # secs tag -> prints "IR CALLS"
-    local secs=$1 tag=$2 dir port pid file calls ir
+    local secs=$1 tag=$2 dir db port pid file calls ir
     dir=$(mktemp -d)
+    db="$dir/s.db"
+    if [ -n "${PG_ADMIN:-}" ]; then
+        local name="callgrind_${tag}_$$_$RANDOM"
+        psql -q "$PG_ADMIN" -c "CREATE DATABASE $name" >/dev/null
+        db="${PG_ADMIN%/*}/$name"
+    fi
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     file="$out/callgrind.out.$scenario.$style.$tag"
     SUPERVISE_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$file" \
-        "$bin/supervise-server" --db "$dir/s.db" --listen "127.0.0.1:$port" --grace 0 \
+        "$bin/supervise-server" --db "$db" --listen "127.0.0.1:$port" --grace 0 \
         --max-pending-per-bottle 0 "${bottles[@]}" 2>"$dir/valgrind.log" &
     pid=$!
     for _ in $(seq 1 600); do
         curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
         sleep 0.1
     done
-    "$bin/supervise-bench" --url "http://127.0.0.1:$port" --db "$dir/s.db" \
+    "$bin/supervise-bench" --url "http://127.0.0.1:$port" --db "$db" \
         --scenario "$scenario" --style "$style" --connections "$conns" \
         --warmup 0 --duration "$secs" --json "$dir/bench.json" >"$dir/bench.txt" 2>&1
     kill -TERM "$pid"

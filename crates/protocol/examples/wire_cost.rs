@@ -14,8 +14,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
 use supervise_protocol::{
     Implementation, Incoming, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, Response, ResultResponse,
-    TextToolResult, is_modern_request, modern_result, parse_message, parse_tool_call,
-    requested_version,
+    ServerInfoMeta, TextToolResult, is_modern_request, modern_result, parse_message,
+    parse_tool_call, requested_version,
 };
 
 const INFO: &str = r#"{"name":"supervise-bench","version":"0.1.0"}"#;
@@ -138,7 +138,7 @@ impl Serialize for Form {
     }
 }
 
-fn typed(body: &[u8], info: &Implementation) -> Vec<u8> {
+fn typed(body: &[u8], meta: &ServerInfoMeta) -> Vec<u8> {
     let call = parse_tool_call(body).unwrap();
     let _tool = call.name.to_owned();
     let id = call
@@ -161,7 +161,7 @@ fn typed(body: &[u8], info: &Implementation) -> Vec<u8> {
         text: &text,
         structured: Some(&form),
         is_error: false,
-        modern: modern.then_some(info),
+        modern: modern.then_some(meta),
     };
     let mut out = Vec::with_capacity(2048);
     serde_json::to_writer(
@@ -181,12 +181,13 @@ fn main() {
         (&a[1], a[2] == "2026-07-28", a[3].parse().unwrap());
     let mut info = Implementation::new("supervise", "0.1.0");
     info.title = Some("supervise: ask a human operator for egress and git-push access".into());
+    let meta = ServerInfoMeta::new(&info);
     let bodies: Vec<String> = (0..n).map(|i| body(modern, i + 1)).collect();
     let mut total = 0;
     for b in &bodies {
         let out = match mode {
             "tree" => tree(b.as_bytes(), &info),
-            "typed" => typed(b.as_bytes(), &info),
+            "typed" => typed(b.as_bytes(), &meta),
             _ => {
                 let t = text("019ad3c2-7f10-7b4e-9a51-4c2d8e6f0a11");
                 let c = change();
@@ -198,7 +199,7 @@ fn main() {
     }
     assert_eq!(
         tree(bodies[0].as_bytes(), &info),
-        typed(bodies[0].as_bytes(), &info),
+        typed(bodies[0].as_bytes(), &meta),
         "both paths write the same bytes"
     );
     println!("{total}");

@@ -13,9 +13,10 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, JsonRpcVersion, RequestId};
@@ -23,7 +24,7 @@ use crate::lifecycle::Implementation;
 use crate::methods;
 use crate::modern::{
     META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
-    META_SERVER_INFO, ModernMeta, read_meta_parts,
+    META_SERVER_INFO, ModernMeta, implementation, read_meta_parts,
 };
 
 /// A `tools/call` request read by [`parse_tool_call`], borrowing from the body.
@@ -72,7 +73,7 @@ pub fn parse_tool_call(body: &[u8]) -> Option<ToolCall<'_>> {
         let meta = read_meta_parts(
             requested_version,
             Ok(m.client_capabilities),
-            m.client_info,
+            m.client_info.flatten(),
             m.log_level,
         );
         Some(CallMeta {
@@ -241,7 +242,8 @@ impl<'de> Visitor<'de> for ParamsVisitor {
 struct Meta<'a> {
     protocol_version: Option<&'a str>,
     client_capabilities: Option<Map<String, Value>>,
-    client_info: Option<Value>,
+    /// `clientInfo` as [`crate::modern_meta`] reads it (`None` inside when malformed).
+    client_info: Option<Option<Implementation>>,
     log_level: Option<Value>,
 }
 
@@ -276,7 +278,7 @@ impl<'de> Visitor<'de> for MetaVisitor {
                     &mut meta.client_capabilities,
                     map.next_value::<Map<String, Value>>()?,
                 ),
-                META_CLIENT_INFO => once(&mut meta.client_info, map.next_value::<Value>()?),
+                META_CLIENT_INFO => once(&mut meta.client_info, map.next_value::<ClientInfo>()?.0),
                 META_LOG_LEVEL => once(&mut meta.log_level, map.next_value::<Value>()?),
                 _ => {
                     map.next_value::<Value>()?;
@@ -286,6 +288,104 @@ impl<'de> Visitor<'de> for MetaVisitor {
             .map_err(map_err)?;
         }
         Ok(meta)
+    }
+}
+
+/// `clientInfo`, read as [`implementation`] reads its `Value` without building that `Value`
+/// in the usual shape (an object of at most `name`, `version` and `title`): its keys are
+/// borrowed and its values moved into place. An object with any other member, or with a
+/// repeated one, is left to the general path.
+struct ClientInfo(Option<Implementation>);
+
+impl<'de> Deserialize<'de> for ClientInfo {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ClientInfoVisitor)
+    }
+}
+
+struct ClientInfoVisitor;
+
+impl ClientInfoVisitor {
+    fn other<E>(value: Value) -> Result<ClientInfo, E> {
+        Ok(ClientInfo(implementation(value)))
+    }
+}
+
+impl<'de> Visitor<'de> for ClientInfoVisitor {
+    type Value = ClientInfo;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("clientInfo")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<ClientInfo, E> {
+        Self::other(v.into())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<ClientInfo, E> {
+        Self::other(v.into())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<ClientInfo, E> {
+        Self::other(v.into())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<ClientInfo, E> {
+        Self::other(v.into())
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<ClientInfo, E> {
+        Self::other(v.into())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<ClientInfo, E> {
+        Self::other(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ClientInfo, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Value>()? {
+            items.push(item);
+        }
+        Self::other(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClientInfo, A::Error> {
+        let (mut name, mut version, mut title) = (None, None, None);
+        while let Some(key) = map.next_key::<&'de str>()? {
+            let slot = match key {
+                "name" => &mut name,
+                "version" => &mut version,
+                "title" => &mut title,
+                _ => return Err(unread()),
+            };
+            once(slot, map.next_value::<Value>()?).map_err(map_err)?;
+        }
+        Ok(ClientInfo(match (name, version, title) {
+            // What `implementation` reads by hand.
+            (
+                Some(Value::String(name)),
+                version @ (None | Some(Value::String(_))),
+                title @ (None | Some(Value::String(_) | Value::Null)),
+            ) => {
+                let version = match version {
+                    Some(Value::String(v)) => v,
+                    _ => String::new(),
+                };
+                let mut info = Implementation::new(name, version);
+                info.title = match title {
+                    Some(Value::String(t)) => Some(t),
+                    _ => None,
+                };
+                Some(info)
+            }
+            // Without repeated or other members the order of the members does not change
+            // what `implementation` reads.
+            (name, version, title) => {
+                let mut members = Map::new();
+                for (key, value) in [("name", name), ("version", version), ("title", title)] {
+                    if let Some(value) = value {
+                        members.insert(key.to_owned(), value);
+                    }
+                }
+                implementation(Value::Object(members))
+            }
+        }))
     }
 }
 
@@ -321,8 +421,8 @@ pub struct TextToolResult<'a, S> {
     pub structured: Option<&'a S>,
     /// `isError`.
     pub is_error: bool,
-    /// The server's identity for a 2026-07-28 result; `None` in the handshake era.
-    pub modern: Option<&'a Implementation>,
+    /// The result `_meta` of a 2026-07-28 answer; `None` in the handshake era.
+    pub modern: Option<&'a ServerInfoMeta>,
 }
 
 impl<S: Serialize> Serialize for TextToolResult<'_, S> {
@@ -335,7 +435,7 @@ impl<S: Serialize> Serialize for TextToolResult<'_, S> {
         map.serialize_entry("isError", &self.is_error)?;
         if let Some(server_info) = self.modern {
             map.serialize_entry("resultType", "complete")?;
-            map.serialize_entry("_meta", &ServerInfoMeta(server_info))?;
+            map.serialize_entry("_meta", server_info)?;
         }
         map.end()
     }
@@ -353,237 +453,35 @@ impl Serialize for TextContent<'_> {
     }
 }
 
-/// `{"io.modelcontextprotocol/serverInfo": …}`.
-struct ServerInfoMeta<'a>(&'a Implementation);
+/// A 2026-07-28 result's `_meta`, `{"io.modelcontextprotocol/serverInfo": …}`, written to
+/// JSON once and copied into each answer as it is: the same bytes as serialising the
+/// server's [`Implementation`] there, without escaping its strings again on every answer.
+#[derive(Debug, Clone)]
+pub struct ServerInfoMeta(Box<RawValue>);
 
-impl Serialize for ServerInfoMeta<'_> {
+impl ServerInfoMeta {
+    /// The `_meta` naming `server_info`.
+    pub fn new(server_info: &Implementation) -> Self {
+        struct Named<'a>(&'a Implementation);
+        impl Serialize for Named<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry(META_SERVER_INFO, self.0)?;
+                map.end()
+            }
+        }
+        Self(
+            serde_json::value::to_raw_value(&Named(server_info))
+                .expect("an implementation serialises"),
+        )
+    }
+}
+
+impl Serialize for ServerInfoMeta {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(1))?;
-        map.serialize_entry(META_SERVER_INFO, self.0)?;
-        map.end()
+        self.0.serialize(serializer)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-    use crate::classify::{Incoming, parse_message};
-    use crate::modern::{is_modern_request, modern_meta, requested_version};
-
-    /// What the general path reads from `body` when it is a `tools/call` whose params have
-    /// the shape the server reads in place; `None` otherwise.
-    fn general(body: &str) -> Option<ToolCall<'static>> {
-        let Ok(Incoming::Request(req)) = parse_message(body.as_bytes()) else {
-            return None;
-        };
-        if req.method != methods::TOOLS_CALL {
-            return None;
-        }
-        let params = req.params.as_ref()?.as_object()?;
-        let name = params.get("name")?.as_str()?;
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(args)) => args.clone(),
-            Some(_) => return None,
-        };
-        if !matches!(
-            params.get("_meta"),
-            None | Some(Value::Null | Value::Object(_))
-        ) {
-            return None;
-        }
-        let meta = is_modern_request(req.params.as_ref()).then(|| CallMeta {
-            requested_version: leak(requested_version(req.params.as_ref()).unwrap_or("")),
-            meta: modern_meta(req.params.as_ref()).expect("modern"),
-        });
-        Some(ToolCall {
-            id: req.id,
-            name: leak(name),
-            arguments,
-            meta,
-        })
-    }
-
-    fn leak(s: &str) -> &'static str {
-        Box::leak(s.to_owned().into_boxed_str())
-    }
-
-    /// The shortcut reads a body exactly as the general path does, or leaves it to it.
-    fn agrees(body: &str) -> Option<ToolCall<'_>> {
-        let quick = parse_tool_call(body.as_bytes());
-        let general = general(body);
-        if let Some(quick) = &quick {
-            let general = general
-                .as_ref()
-                .unwrap_or_else(|| panic!("shortcut read a body the general path refuses: {body}"));
-            assert_eq!(quick.id, general.id, "{body}");
-            assert_eq!(quick.name, general.name, "{body}");
-            assert_eq!(quick.arguments, general.arguments, "{body}");
-            match (&quick.meta, &general.meta) {
-                (None, None) => {}
-                (Some(q), Some(g)) => {
-                    assert_eq!(q.requested_version, g.requested_version, "{body}");
-                    assert_eq!(q.meta, g.meta, "{body}");
-                }
-                (q, g) => panic!("{body}: era differs: {q:?} vs {g:?}"),
-            }
-        }
-        quick
-    }
-
-    const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}"#;
-
-    #[test]
-    fn the_usual_calls_of_both_eras_take_the_shortcut() {
-        let bodies = [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"check-proposal","arguments":{"proposal_id":"p-1"}}}"#.to_owned(),
-            format!(
-                r#"{{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{{"name":"check-proposal","arguments":{{"proposal_id":"p-1"}},{META}}}}}"#
-            ),
-            format!(
-                r#" {{"params":{{{META},"arguments":null,"name":"list-proposals"}},"method":"tools/call","id":-7,"jsonrpc":"2.0","extra":[1,{{"x":null}}]}}"#
-            ),
-            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"propose-egress","arguments":{"host":"a.example","port":443,"justification":"x"},"_meta":{"progressToken":3}}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":7,"io.modelcontextprotocol/logLevel":"debug"}}}"#.to_owned(),
-        ];
-        for body in &bodies {
-            assert!(agrees(body).is_some(), "not read by the shortcut: {body}");
-        }
-        let modern = parse_tool_call(bodies[1].as_bytes()).unwrap().meta.unwrap();
-        assert!(
-            modern
-                .meta
-                .unwrap()
-                .has_extension("io.modelcontextprotocol/tasks")
-        );
-        let refused = parse_tool_call(bodies[4].as_bytes()).unwrap().meta.unwrap();
-        assert_eq!(refused.meta.unwrap_err().code.0, -32022);
-    }
-
-    #[test]
-    fn unusual_shapes_are_left_to_the_general_path() {
-        let deep = format!("{}{}", "[".repeat(130), "]".repeat(130));
-        let bodies = [
-            // Not a tools/call request.
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#.to_owned(),
-            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]"#.to_owned(),
-            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"x"}}"#.to_owned(),
-            r#"{"id":1,"method":"tools/call","params":{"name":"x"}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"x"}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["x"]}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[]}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":[]}}"#.to_owned(),
-            // Repeated members: a `Value` keeps the last one.
-            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"x"}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"y"}}"#.to_owned(),
-            // `null` where absence differs.
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":null}}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}}}"#.to_owned(),
-            // Escapes in what is borrowed.
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"x"}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\u0078"}}"#.to_owned(),
-            // A response member beside the method.
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","result":{},"params":{"name":"x"}}"#.to_owned(),
-            // What only serde_json's full reading refuses, in a member the server ignores.
-            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x"}},"x":{deep}}}"#),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"},"x":1e400}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","y":"\ud800"}}"#.to_owned(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}} x"#.to_owned(),
-            "\u{a0}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}".to_owned(),
-        ];
-        for body in &bodies {
-            assert!(agrees(body).is_none(), "read by the shortcut: {body}");
-        }
-    }
-
-    /// Bodies built from members that are each usual or not, in any order, sometimes
-    /// repeated.
-    fn bodies() -> impl Strategy<Value = String> {
-        let id = prop::sample::select(vec![
-            r#""id":1"#,
-            r#""id":"x""#,
-            r#""id":null"#,
-            r#""id":2.5"#,
-            r#""id":-3"#,
-            r#""id":{}"#,
-            r#""id":"\u0041""#,
-        ]);
-        let jsonrpc = prop::sample::select(vec![
-            r#""jsonrpc":"2.0""#,
-            r#""jsonrpc":"2""#,
-            r#""jsonrpc":null"#,
-            r#""jsonrpc":"2\u002e0""#,
-        ]);
-        let method = prop::sample::select(vec![
-            r#""method":"tools/call""#,
-            r#""method":"ping""#,
-            r#""method":7"#,
-            r#""method":"tools\/call""#,
-        ]);
-        let name = prop::sample::select(vec![
-            r#""name":"check-proposal""#,
-            r#""name":null"#,
-            r#""name":"a\"b""#,
-            r#""name":[]"#,
-        ]);
-        let arguments = prop::sample::select(vec![
-            r#""arguments":{"proposal_id":"p"}"#,
-            r#""arguments":null"#,
-            r#""arguments":[1]"#,
-            r#""arguments":{"a":1,"a":2}"#,
-            r#""arguments":{"n":1e400}"#,
-            r#""arguments":"x""#,
-        ]);
-        let meta = prop::sample::select(vec![
-            r#""_meta":null"#,
-            r#""_meta":{}"#,
-            r#""_meta":{"progressToken":1}"#,
-            r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#,
-            r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#,
-            r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}"#,
-            r#""_meta":{"io.modelcontextprotocol/protocolVersion":7}"#,
-            r#""_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01","io.modelcontextprotocol/clientCapabilities":{}}"#,
-            r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"n","version":"v","x":[1]},"io.modelcontextprotocol/logLevel":3}"#,
-            r#""_meta":[]"#,
-        ]);
-        let extra = prop::sample::select(vec![
-            r#""x":1"#,
-            r#""result":1"#,
-            r#""error":{"code":1,"message":"m"}"#,
-            r#""x":"\ud800""#,
-        ]);
-        let params = prop::collection::vec(prop_oneof![name, arguments, meta, extra.clone()], 0..5)
-            .prop_map(|members| format!(r#""params":{{{}}}"#, members.join(",")));
-        let params = prop_oneof![
-            4 => params,
-            1 => prop::sample::select(vec![r#""params":null"#.to_owned(), r#""params":[]"#.to_owned()]),
-        ];
-        prop::collection::vec(
-            prop_oneof![
-                2 => id.prop_map(str::to_owned),
-                2 => jsonrpc.prop_map(str::to_owned),
-                2 => method.prop_map(str::to_owned),
-                3 => params,
-                1 => extra.prop_map(str::to_owned),
-            ],
-            0..8,
-        )
-        .prop_map(|members| format!("{{{}}}", members.join(",")))
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
-        #[test]
-        fn the_shortcut_reads_as_the_general_path_or_not_at_all(body in bodies()) {
-            agrees(&body);
-        }
-    }
-}
+mod tests;

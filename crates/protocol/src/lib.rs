@@ -44,7 +44,9 @@ mod tasks;
 mod tools;
 mod version;
 
-pub use call::{CallMeta, ResultResponse, TextToolResult, ToolCall, parse_tool_call};
+pub use call::{
+    CallMeta, ResultResponse, ServerInfoMeta, TextToolResult, ToolCall, parse_tool_call,
+};
 pub use classify::{Incoming, MAX_BATCH_LEN, Message, invalid_batch_error, parse_message};
 pub use error::{Error, Result};
 pub use header::decode_header_value;

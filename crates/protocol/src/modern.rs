@@ -91,14 +91,14 @@ fn read_meta(meta: &Map<String, Value>, version: &Value) -> Result<ModernMeta, E
     read_meta_parts(
         requested,
         client_capabilities,
-        meta.get(META_CLIENT_INFO).cloned(),
+        meta.get(META_CLIENT_INFO).cloned().and_then(implementation),
         meta.get(META_LOG_LEVEL).cloned(),
     )
 }
 
 /// `clientInfo` as an [`Implementation`], `None` when malformed: read by hand when it has
 /// only the modelled members (the usual case), else by serde, with the same result.
-fn implementation(value: Value) -> Option<Implementation> {
+pub(crate) fn implementation(value: Value) -> Option<Implementation> {
     match value {
         Value::Object(map) if only_modelled_members(&map) => {
             let (mut name, mut version, mut title) = (String::new(), String::new(), None);
@@ -136,7 +136,7 @@ pub(crate) struct NotAnObject;
 pub(crate) fn read_meta_parts(
     requested: &str,
     client_capabilities: Result<Option<Map<String, Value>>, NotAnObject>,
-    client_info: Option<Value>,
+    client_info: Option<Implementation>,
     log_level: Option<Value>,
 ) -> Result<ModernMeta, ErrorObject> {
     let protocol_version = ProtocolVersion::parse(requested)
@@ -155,7 +155,6 @@ pub(crate) fn read_meta_parts(
             )));
         }
     };
-    let client_info = client_info.and_then(implementation);
     let log_level = match log_level {
         Some(Value::String(level)) => Some(level),
         _ => None,

@@ -10,7 +10,7 @@ pub(crate) use allowed::already_allowed;
 
 use serde_json::{Map, Value, json};
 use supervise_protocol::{
-    CallToolResult, Content, Implementation, ProtocolVersion, TextToolResult,
+    CallToolResult, Content, ProtocolVersion, ServerInfoMeta, TextToolResult,
 };
 use supervise_store::present::describe;
 use supervise_store::{Kind, Proposal, Status, StoreError};
@@ -45,11 +45,11 @@ impl Answer {
 
     /// The `tools/call` result for `version`, written to the wire straight from this answer:
     /// the bytes of [`Answer::into_result_value`] (and in 2026-07-28 of `modern_result` with
-    /// `server_info`, which `server_info` is given for) without building that tree.
+    /// the server's identity, which `server_info` carries) without building that tree.
     pub(crate) fn to_wire<'a>(
         &'a self,
         version: ProtocolVersion,
-        server_info: Option<&'a Implementation>,
+        server_info: Option<&'a ServerInfoMeta>,
     ) -> TextToolResult<'a, Structured> {
         TextToolResult {
             text: &self.text,

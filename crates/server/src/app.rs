@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use supervise_protocol::Implementation;
+use supervise_protocol::{Implementation, ServerInfoMeta};
 use supervise_store::{Store, StoreResult};
 use tokio::task::JoinHandle;
 
@@ -41,6 +41,8 @@ pub(crate) struct App {
     /// The address the listener is bound to (its port is part of the allowed Origin/Host).
     pub(crate) local_addr: SocketAddr,
     pub(crate) server_info: Implementation,
+    /// `server_info` as a 2026-07-28 tool answer's `_meta`, written to JSON once.
+    pub(crate) server_info_meta: ServerInfoMeta,
     /// The Prometheus figures (`--metrics-listen` serves them).
     pub(crate) metrics: Arc<Metrics>,
 }
@@ -132,6 +134,7 @@ impl App {
             shutdown,
             task_feed,
             local_addr,
+            server_info_meta: ServerInfoMeta::new(&server_info()),
             server_info: server_info(),
             metrics,
         };

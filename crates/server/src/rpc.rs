@@ -311,7 +311,7 @@ impl Answered {
                 version,
                 modern,
             } => {
-                let result = answer.to_wire(*version, modern.then_some(&app.server_info));
+                let result = answer.to_wire(*version, modern.then_some(&app.server_info_meta));
                 // Sized for a usual answer (a pending poll's is about 1 KiB), so it is
                 // written without growing.
                 let mut body = Vec::with_capacity(2048);

@@ -194,6 +194,7 @@ mod tests {
     #[test]
     fn an_answer_on_the_wire_is_the_bytes_of_its_value_tree() {
         let info = crate::app::server_info();
+        let meta = supervise_protocol::ServerInfoMeta::new(&info);
         for id in [RequestId::from(7), RequestId::from("a\"b")] {
             for a in answers() {
                 for version in [
@@ -210,7 +211,7 @@ mod tests {
                             tree
                         };
                         let want = serde_json::to_vec(&Response::result(id.clone(), tree)).unwrap();
-                        let wire = a.to_wire(version, modern.then_some(&info));
+                        let wire = a.to_wire(version, modern.then_some(&meta));
                         let got = serde_json::to_vec(&ResultResponse {
                             id: &id,
                             result: &wire,
