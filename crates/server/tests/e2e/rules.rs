@@ -218,9 +218,11 @@ when { resource.host like "*.cdn.example" };
     let r = call(&client, "check-proposal", json!({"proposal_id": id})).await;
     assert_eq!(status(&r), "rejected", "{}", text(&r));
     assert!(is_error(&r));
-    assert!(matches!(
-        decide(&store, &id, Verdict::Approve, "carol").await,
-        Err(_)
-    ));
+    assert!(
+        decide(&store, &id, Verdict::Approve, "carol")
+            .await
+            .is_err(),
+        "a rejected proposal takes no more approvals"
+    );
     client.cancel().await.ok();
 }
