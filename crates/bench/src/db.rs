@@ -99,6 +99,12 @@ pub async fn wait_pending(db: &Path, n: i64, timeout: Duration) -> Result<i64> {
 /// bottles, in one transaction, matching the schema in `migrations/`. Returns how long it
 /// took.
 pub async fn preload(db: &Path, n: u64) -> Result<Duration> {
+    preload_from(db, n, "2026-01-01").await
+}
+
+/// [`preload`] with the first proposal filed at `from` (`YYYY-MM-DD[ HH:MM:SS]`, UTC), a
+/// hundred a second after it.
+pub async fn preload_from(db: &Path, n: u64, from: &str) -> Result<Duration> {
     anyhow::ensure!(
         matches!(Location::parse(db), Location::File(_)),
         "--preload runs on SQLite only"
@@ -132,16 +138,17 @@ pub async fn preload(db: &Path, n: u64) -> Result<Duration> {
              '{\"host\":\"pre' || i || '.example.com\",\"port\":443}', \
              '{\"host\":\"pre' || i || '.example.com\",\"port\":443}', \
              'preloaded history', 'approved', '[]', 1, \
-             strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i / 100) || ' seconds'), \
+             strftime('%Y-%m-%dT%H:%M:%fZ', ?3, '+' || (i / 100) || ' seconds'), \
              NULL, \
-             strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i / 100 + 1) || ' seconds'), \
+             strftime('%Y-%m-%dT%H:%M:%fZ', ?3, '+' || (i / 100 + 1) || ' seconds'), \
              'bench', NULL, \
              '{\"host\":\"pre' || i || '.example.com\",\"port\":443}', \
-             strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || (i / 100 + 2) || ' seconds') \
+             strftime('%Y-%m-%dT%H:%M:%fZ', ?3, '+' || (i / 100 + 2) || ' seconds') \
          FROM n",
     )
     .bind(n as i64)
     .bind(bottles.len() as i64)
+    .bind(from)
     .execute(&mut *tx)
     .await?;
     sqlx::query("DROP TABLE bench_bottles")

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::scenarios::Backend;
 use crate::stats::{Row, fmt_us, median};
 
+mod rules;
 mod verdicts;
 pub use verdicts::{Line, verdict_table};
 
@@ -520,6 +521,7 @@ fn targets_for(backend: &str, rows: &[Row], runs: &[Row]) -> Vec<Target> {
             ),
         );
     }
+    out.extend(rules::targets(backend, &rows, &runs));
     out
 }
 

@@ -4,8 +4,9 @@
 //! Families: [`baseline`] (bare hyper), [`propose`], [`poll`] (`check-pending`, `deliver`,
 //! `list`), [`hold`] (`hold`, `hold-bare`), [`wake`] (`wake`, `wake-burst`), [`tasks`],
 //! [`abuse`] (`garbage-batch`, `sigterm-stalled`: what hostile clients cost the server) and
-//! [`egress`] (`squid-acl`, `decide`: the proxy helpers' lookups per second) and [`console`] (the
-//! console API's decide latency and its events stream).
+//! [`egress`] (`squid-acl`, `decide`: the proxy helpers' lookups per second), [`console`]
+//! (the console API's decide latency and its events stream) and [`rules`] (`rules-eval`,
+//! `propose-rules`, `rules-auto`, `rules-test`: what operator rules cost).
 
 mod abuse;
 mod baseline;
@@ -15,6 +16,7 @@ mod egress;
 mod hold;
 mod poll;
 mod propose;
+mod rules;
 mod tasks;
 mod wake;
 
@@ -46,13 +48,17 @@ impl Backend {
 }
 
 /// Every scenario, in the order they run.
-pub const ALL_SCENARIOS: [&str; 17] = [
+pub const ALL_SCENARIOS: [&str; 21] = [
     "baseline-sqlite",
     "baseline-sqlx",
     "baseline-pg",
     "baseline-http",
     "propose",
     "propose-capped",
+    "propose-rules",
+    "rules-auto",
+    "rules-eval",
+    "rules-test",
     "check-pending",
     "list",
     "deliver",
@@ -71,14 +77,17 @@ pub const NOT_QUICK: [&str; 1] = ["sigterm-stalled"];
 
 /// Scenarios that run once, in the first backend's pass, whatever the backends: the limits
 /// that do not depend on the server's database, and the ones that start their servers on
-/// SQLite files of their own (`squid-acl`, `decide`, `console`). `hold-bare` (in `hold`) too.
-pub const SHARED: [&str; 6] = [
+/// SQLite files of their own (`squid-acl`, `decide`, `console`, `rules-test`), and
+/// `rules-eval`, which has no database. `hold-bare` (in `hold`) too.
+pub const SHARED: [&str; 8] = [
     "baseline-sqlite",
     "baseline-sqlx",
     "baseline-http",
     "squid-acl",
     "decide",
     "console",
+    "rules-eval",
+    "rules-test",
 ];
 
 /// The backend a row of `scenario` measured in a pass on `backend`: `-` for the bare
@@ -87,9 +96,9 @@ pub const SHARED: [&str; 6] = [
 pub fn row_backend(scenario: &str, backend: Backend) -> &'static str {
     match scenario {
         "baseline-http" | "hold-bare" => "-",
-        "baseline-sqlite" | "baseline-sqlx" | "squid-acl" | "decide" | "console" => {
-            Backend::Sqlite.name()
-        }
+        s if s.starts_with("rules-eval") => "-",
+        "baseline-sqlite" | "baseline-sqlx" | "squid-acl" | "decide" | "console"
+        | "rules-test" => Backend::Sqlite.name(),
         s if s.starts_with("baseline-pg") => Backend::Postgres.name(),
         _ => backend.name(),
     }
@@ -185,6 +194,7 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
     // Servers shared by the repeated scenarios, started on first use.
     let mut propose_server: Option<Result<Under>> = None;
     let mut capped_server: Option<Result<Under>> = None;
+    let mut rules_server: Option<Result<Under>> = None;
     let mut check_server: Option<Result<CheckServer>> = None;
     let mut pgbench_db: Option<Result<baseline::PgbenchDb>> = None;
 
@@ -248,6 +258,34 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
                 rows.push(push(r, "propose-capped", style.version()));
             }
         }
+        if want("propose-rules") {
+            if rules_server.is_none() {
+                rules_server = Some(rules::start_propose_rules(ctx).await);
+            }
+            for &style in &plan.styles {
+                let r = match rules_server.as_ref().expect("started") {
+                    Ok(u) => {
+                        let tag = format!("r{rep}{}", style_tag(style));
+                        propose::propose(ctx, u, style, &tag, "propose-rules").await
+                    }
+                    Err(e) => Err(anyhow::anyhow!("{e:#}")),
+                };
+                rows.push(push(r, "propose-rules", style.version()));
+            }
+        }
+        if want("rules-auto") {
+            let r = rules::rules_auto(ctx, primary, rules::AUTO_RATE).await;
+            rows.push(push(r, "rules-auto", primary.version()));
+        }
+        if want("rules-eval") {
+            for r in rules::rules_eval(ctx) {
+                rows.push(push(r, "rules-eval", "-"));
+            }
+        }
+        if want("rules-test") {
+            let n = if plan.quick { 2_000 } else { 100_000 };
+            rows.push(push(rules::rules_test(ctx, n).await, "rules-test", "-"));
+        }
         if (want("check-pending") || want("list") || want("deliver")) && check_server.is_none() {
             check_server = Some(start_check_server(ctx).await);
         }
@@ -268,6 +306,7 @@ pub async fn run_all(ctx: &Ctx, plan: &Plan) -> Vec<Row> {
     }
     drop(propose_server);
     drop(capped_server);
+    drop(rules_server);
 
     if let Some(Ok((under, ids))) = &check_server {
         if want("list") {

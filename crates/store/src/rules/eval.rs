@@ -3,14 +3,16 @@
 //! outcome by precedence (forbid, then quorum, then permit, else a human; never-automatic
 //! flags keep a permit from approving).
 
+use std::collections::HashSet;
 use std::str::FromStr;
 
 use cedar_policy::{
-    Authorizer, Context, Entities, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
+    Authorizer, Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
+    RestrictedExpression as X,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{Evaluation, Outcome, Rule, RuleSet, SCHEMA, ShadowMatch};
+use super::{Evaluation, Outcome, Rule, RuleSet, ShadowMatch};
 use crate::change;
 use crate::model::{Flag, Kind};
 
@@ -52,9 +54,11 @@ fn flag(v: &Value, field: &str) -> bool {
     v.get(field).and_then(Value::as_bool).unwrap_or(false)
 }
 
-/// The Cedar request and entities for `facts`; `None` when they do not fit the schema
-/// (a change the store did not normalise).
-fn request(facts: &Facts<'_>) -> Option<(Request, Entities)> {
+/// The Cedar request and entities for `facts`, built value by value: every value has the
+/// type the schema gives its attribute, so the policies (validated against the schema when
+/// the file was checked) read them as they would after a schema-checked parse, without a
+/// JSON round trip and a conformance check on every filing. `None` when Cedar refuses them.
+pub(super) fn request(facts: &Facts<'_>) -> Option<(Request, Entities)> {
     let c = facts.change;
     let (action, kind, attrs) = match facts.kind {
         Kind::Egress => {
@@ -62,7 +66,11 @@ fn request(facts: &Facts<'_>) -> Option<(Request, Entities)> {
             (
                 "egress",
                 "Egress",
-                json!({ "host": host, "port": count(c, "port"), "wildcard": host.starts_with("*.") }),
+                vec![
+                    ("host", string(host)),
+                    ("port", X::new_long(count(c, "port"))),
+                    ("wildcard", X::new_bool(host.starts_with("*."))),
+                ],
             )
         }
         Kind::GitPush => {
@@ -70,42 +78,64 @@ fn request(facts: &Facts<'_>) -> Option<(Request, Entities)> {
             (
                 "git-push",
                 "GitPush",
-                json!({
-                    "remote": text(c, "remote"), "ref": text(c, "ref"),
-                    "force": flag(&s, "force"), "create": flag(&s, "create"),
-                    "delete": flag(&s, "delete"), "commits": count(&s, "commits"),
-                    "files": count(&s, "files_changed"),
-                }),
+                vec![
+                    ("remote", string(text(c, "remote"))),
+                    ("ref", string(text(c, "ref"))),
+                    ("force", X::new_bool(flag(&s, "force"))),
+                    ("create", X::new_bool(flag(&s, "create"))),
+                    ("delete", X::new_bool(flag(&s, "delete"))),
+                    ("commits", X::new_long(count(&s, "commits"))),
+                    ("files", X::new_long(count(&s, "files_changed"))),
+                ],
             )
         }
     };
-    let entities = json!([
-        { "uid": { "type": "Bottle", "id": facts.slug },
-          "attrs": { "slug": facts.slug, "host": facts.host }, "parents": [] },
-        { "uid": { "type": kind, "id": "change" }, "attrs": attrs, "parents": [] },
-    ]);
-    let entities = Entities::from_json_value(entities, Some(&*SCHEMA))
+    let entity = |uid: EntityUid, attrs: Vec<(&str, X)>| {
+        Entity::new(
+            uid,
+            attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            HashSet::new(),
+        )
+        .map_err(|e| tracing::warn!(error = %e, "rules: the change does not fit the schema"))
+        .ok()
+    };
+    let bottle = entity(
+        uid("Bottle", facts.slug),
+        vec![("slug", string(facts.slug)), ("host", string(facts.host))],
+    )?;
+    let change = entity(uid(kind, "change"), attrs)?;
+    let entities = Entities::from_entities([bottle, change], None)
         .map_err(|e| tracing::warn!(error = %e, "rules: the change does not fit the schema"))
         .ok()?;
-    let action = uid("Action", action);
-    let flags: Vec<&str> = facts.flags.iter().map(|f| f.as_str()).collect();
-    let context = json!({
-        "flags": flags, "hits": facts.hits, "observed": facts.flags.contains(&Flag::Observed),
-        "justification": facts.justification, "time": facts.time,
-    });
-    let context = Context::from_json_value(context, Some((&*SCHEMA, &action)))
-        .map_err(|e| tracing::warn!(error = %e, "rules: the context does not fit the schema"))
-        .ok()?;
+    let context = Context::from_pairs([
+        (
+            "flags".to_string(),
+            X::new_set(facts.flags.iter().map(|f| string(f.as_str()))),
+        ),
+        ("hits".to_string(), X::new_long(facts.hits)),
+        (
+            "observed".to_string(),
+            X::new_bool(facts.flags.contains(&Flag::Observed)),
+        ),
+        ("justification".to_string(), string(facts.justification)),
+        ("time".to_string(), X::new_long(facts.time)),
+    ])
+    .map_err(|e| tracing::warn!(error = %e, "rules: the context does not fit the schema"))
+    .ok()?;
     let request = Request::new(
         uid("Bottle", facts.slug),
-        action,
+        uid("Action", action),
         uid(kind, "change"),
         context,
-        Some(&*SCHEMA),
+        None,
     )
     .map_err(|e| tracing::warn!(error = %e, "rules: the request does not fit the schema"))
     .ok()?;
     Some((request, entities))
+}
+
+fn string(s: &str) -> X {
+    X::new_string(s.to_string())
 }
 
 impl RuleSet {

@@ -131,3 +131,32 @@ fn the_schema_ships_and_parses() {
     let _ = &*SCHEMA;
     assert!(RuleSet::parse("").unwrap().rules().is_empty());
 }
+
+#[test]
+fn the_request_built_for_each_kind_conforms_to_the_schema() {
+    use cedar_policy::{Entities, Request};
+    let egress_change = json!({ "host": "*.pypi.org", "port": 443 });
+    let push_change = json!({
+        "remote": "origin", "ref": "refs/heads/main",
+        "summary": { "force": true, "create": false, "delete": false, "commits": 3, "files_changed": 7 },
+    });
+    let flags = [Flag::Observed, Flag::WildcardHost];
+    let push = Facts {
+        kind: Kind::GitPush,
+        ..egress(&push_change, &flags)
+    };
+    for facts in [egress(&egress_change, &flags), push] {
+        let (request, entities) = eval::request(&facts).expect("a request");
+        Entities::from_entities(entities.iter().cloned(), Some(&*SCHEMA))
+            .expect("the entities conform to the schema");
+        let context = request.context().expect("a context").clone();
+        Request::new(
+            request.principal().expect("a principal").clone(),
+            request.action().expect("an action").clone(),
+            request.resource().expect("a resource").clone(),
+            context,
+            Some(&*SCHEMA),
+        )
+        .expect("the request conforms to the schema");
+    }
+}
