@@ -323,11 +323,16 @@ impl Store {
             let head = head.map(str::to_owned);
             let busy =
                 i32::try_from(self.inner.options.busy_timeout.as_millis()).unwrap_or(i32::MAX);
-            return tokio::task::spawn_blocking(move || {
+            // The path must still name the file this store opened, before and after the
+            // check reads it by name.
+            self.check_identity()?;
+            let check = tokio::task::spawn_blocking(move || {
                 verify_sqlite::verify(&path, head.as_deref(), busy)
             })
             .await
             .map_err(|e| StoreError::Database(format!("the chain check stopped: {e}")))?;
+            self.check_identity()?;
+            return check;
         }
         let mut tx = self.read().await?;
         let cp = checkpoint(&mut tx).await?;
