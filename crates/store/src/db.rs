@@ -44,10 +44,12 @@ mod rules;
 mod schema;
 mod secrets;
 mod sessions;
+mod sqlite_read;
 mod task_rows;
 mod tasks;
 mod trail;
 mod verify;
+mod verify_sqlite;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

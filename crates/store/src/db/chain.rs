@@ -26,35 +26,72 @@ fn field(msg: &mut Vec<u8>, value: Option<&[u8]>) {
     match value {
         None => msg.push(b'-'),
         Some(bytes) => {
-            msg.extend_from_slice(bytes.len().to_string().as_bytes());
+            decimal(msg, bytes.len());
             msg.push(b':');
             msg.extend_from_slice(bytes);
         }
     }
 }
 
-/// The row's hash: lowercase hex SHA-256 of `prev` (the previous row's hash, or the
-/// genesis, as its 64 hex characters) followed by the ten fields of [`Link`] in order,
-/// each as [`field`] writes it.
+/// Appends `n` as ASCII decimal.
+fn decimal(msg: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    msg.extend_from_slice(&digits[at..]);
+}
+
+/// The message a row's hash is taken over, appended to `msg`: `prev` (the previous row's
+/// hash, or the genesis, as its 64 hex characters) followed by the ten fields of [`Link`]
+/// in order, each as [`field`] writes it. The checker ([`super::verify`]) hands the
+/// fields as the bytes it read, so both sides share this one definition.
+pub(crate) fn canonical(msg: &mut Vec<u8>, prev: &[u8], fields: [Option<&[u8]>; 10]) {
+    msg.extend_from_slice(prev);
+    for value in fields {
+        field(msg, value);
+    }
+}
+
+/// Lowercase hex SHA-256 of `msg`.
+pub(crate) fn hex_digest(msg: &[u8]) -> [u8; 64] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 64];
+    for (i, b) in Sha256::digest(msg).iter().enumerate() {
+        out[2 * i] = DIGITS[usize::from(b >> 4)];
+        out[2 * i + 1] = DIGITS[usize::from(b & 15)];
+    }
+    out
+}
+
+/// The row's hash: lowercase hex SHA-256 of its [`canonical`] message after `prev`.
 pub(crate) fn link(prev: &str, row: &Link<'_>) -> String {
     let bottle = row.bottle_id.map(|b| b.to_string());
     let mut msg = Vec::with_capacity(256);
-    msg.extend_from_slice(prev.as_bytes());
-    for value in [
-        Some(row.at),
-        Some(row.event),
-        Some(row.actor),
-        row.via,
-        bottle.as_deref(),
-        row.proposal_id,
-        row.grant_id,
-        row.kind,
-        row.change,
-        row.note,
-    ] {
-        field(&mut msg, value.map(str::as_bytes));
-    }
-    hex(&Sha256::digest(&msg))
+    canonical(
+        &mut msg,
+        prev.as_bytes(),
+        [
+            Some(row.at),
+            Some(row.event),
+            Some(row.actor),
+            row.via,
+            bottle.as_deref(),
+            row.proposal_id,
+            row.grant_id,
+            row.kind,
+            row.change,
+            row.note,
+        ]
+        .map(|v| v.map(str::as_bytes)),
+    );
+    hex_digest(&msg).iter().map(|&b| char::from(b)).collect()
 }
 
 /// Lowercase hex of `bytes`.

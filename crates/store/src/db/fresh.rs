@@ -225,7 +225,7 @@ impl std::fmt::Debug for Fresh {
 
 use watch::Watch;
 
-/// The only `unsafe` of the store: SQLite's C API on the watch connection.
+/// SQLite's C API on the watch connection (the store's other `unsafe` is `sqlite_read.rs`).
 #[allow(unsafe_code)]
 mod watch {
     use std::ffi::{CStr, CString, c_char};

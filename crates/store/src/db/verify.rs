@@ -2,13 +2,15 @@
 //! keeps, the cross-checks of proposal, decision and grant rows against the events that
 //! created and ended them, and the one-time hashing of rows older than the chain.
 
+use std::fmt::Write;
+
 use serde::Serialize;
 use sqlx::{AnyConnection, AnyPool};
 
-use super::backend::Backend;
+use super::backend::{Backend, Location};
 use super::chain::{self, Link};
-use super::{Store, trail};
-use crate::error::StoreResult;
+use super::{Store, trail, verify_sqlite};
+use crate::error::{StoreError, StoreResult};
 
 /// Rows read per page while checking.
 const PAGE: i64 = 5000;
@@ -103,23 +105,29 @@ impl TrailCheck {
 }
 
 /// The genesis value.
+pub(super) const GENESIS: &str = "SELECT hash FROM trail_genesis WHERE id = 1";
+/// The newest `archived-trail` checkpoint row: its seq and note.
+pub(super) const CHECKPOINT: &str =
+    "SELECT seq, note FROM events WHERE event = 'archived-trail' ORDER BY seq DESC LIMIT 1";
+/// The oldest row at or below the checkpoint's cut (`$1`): one that was not archived.
+pub(super) const LEFT_BEHIND: &str = "SELECT MIN(seq) FROM events WHERE seq <= $1";
+
+/// The genesis value.
 pub(super) async fn genesis(conn: &mut AnyConnection) -> sqlx::Result<String> {
-    sqlx::query_scalar("SELECT hash FROM trail_genesis WHERE id = 1")
-        .fetch_one(&mut *conn)
-        .await
+    sqlx::query_scalar(GENESIS).fetch_one(&mut *conn).await
+}
+
+/// A checkpoint row's note read as the checkpoint (`None`: no note, or not one).
+pub(super) fn parse_checkpoint(seq: i64, note: Option<&str>) -> Option<(i64, Checkpoint)> {
+    serde_json::from_str(note?).ok().map(|c| (seq, c))
 }
 
 /// The newest `archived-trail` checkpoint, and its seq.
 pub(super) async fn checkpoint(conn: &mut AnyConnection) -> StoreResult<Option<(i64, Checkpoint)>> {
-    let row: Option<(i64, Option<String>)> = sqlx::query_as(
-        "SELECT seq, note FROM events WHERE event = 'archived-trail' ORDER BY seq DESC LIMIT 1",
-    )
-    .fetch_optional(&mut *conn)
-    .await?;
-    Ok(match row {
-        Some((seq, Some(note))) => serde_json::from_str(&note).ok().map(|c| (seq, c)),
-        _ => None,
-    })
+    let row: Option<(i64, Option<String>)> = sqlx::query_as(CHECKPOINT)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row.and_then(|(seq, note)| parse_checkpoint(seq, note.as_deref())))
 }
 
 /// A page of rows after `after`, oldest first.
@@ -139,19 +147,119 @@ pub(super) async fn page(
 }
 
 /// Why a row's link fails: its hash is not the one its fields and the row before give.
-fn broken(seq: i64, stored: Option<&str>) -> TrailBreak {
-    let reason = match stored {
-        None => "the row has no hash".to_string(),
-        Some(_) => "the row's hash does not follow from its fields and the row before it: \
-                    this row was edited, or a row before it was deleted, inserted or moved"
-            .to_string(),
+fn broken(seq: i64, hashed: bool) -> TrailBreak {
+    let reason = if hashed {
+        "the row's hash does not follow from its fields and the row before it: \
+         this row was edited, or a row before it was deleted, inserted or moved"
+    } else {
+        "the row has no hash"
     };
-    TrailBreak { seq, reason }
+    TrailBreak {
+        seq,
+        reason: reason.to_string(),
+    }
+}
+
+/// Where the chain starts, from the genesis and the newest checkpoint: the hash the first
+/// row left chains from, the cut (events before it were archived; `""`: none), and the
+/// seq the rows left start after.
+pub(super) fn start_of(genesis: String, cp: Option<&(i64, Checkpoint)>) -> (String, String, i64) {
+    match cp {
+        Some((_, c)) => (c.through_hash.clone(), c.before.clone(), c.through_seq),
+        None => (genesis, String::new(), 0),
+    }
+}
+
+/// The break of a row older than the archive checkpoint that took it out.
+pub(super) fn left_behind(seq: i64) -> TrailBreak {
+    TrailBreak {
+        seq,
+        reason: "the row is older than the archive checkpoint that took it out".into(),
+    }
+}
+
+/// The walk along the chain in `seq` order, one row at a time, whoever reads the rows:
+/// each row's link recomputed from the row before, the first that does not follow kept,
+/// and the head looked for. Its two buffers are reused for every row.
+pub(super) struct Walk<'h> {
+    head: Option<&'h str>,
+    found: Option<bool>,
+    prev: Vec<u8>,
+    msg: Vec<u8>,
+    events: u64,
+    broken: Option<TrailBreak>,
+}
+
+impl<'h> Walk<'h> {
+    /// A walk from `start`; `broken` is a break found before the first row.
+    pub(super) fn new(start: &str, head: Option<&'h str>, broken: Option<TrailBreak>) -> Self {
+        Walk {
+            head,
+            found: head.map(|h| h == start),
+            prev: start.as_bytes().to_vec(),
+            msg: Vec::with_capacity(512),
+            events: 0,
+            broken,
+        }
+    }
+
+    /// Checks one row (its ten hashed fields as the canonical form takes them, and its
+    /// stored hash); `false` once the rest need not be read (broken, with no head to find).
+    pub(super) fn row(
+        &mut self,
+        seq: i64,
+        fields: [Option<&[u8]>; 10],
+        stored: Option<&[u8]>,
+    ) -> bool {
+        self.events += 1;
+        if self.broken.is_none() {
+            self.msg.clear();
+            chain::canonical(&mut self.msg, &self.prev, fields);
+            if stored != Some(&chain::hex_digest(&self.msg)[..]) {
+                self.broken = Some(broken(seq, stored.is_some()));
+                if self.head.is_none() {
+                    return false;
+                }
+            }
+        }
+        if let Some(h) = stored {
+            if self.found == Some(false) && self.head.map(str::as_bytes) == Some(h) {
+                self.found = Some(self.broken.is_none());
+            }
+            self.prev.clear();
+            self.prev.extend_from_slice(h);
+        }
+        true
+    }
+
+    /// A row whose fields are not of their columns' types: a break at it, as an edit is.
+    pub(super) fn bad_row(&mut self, seq: i64, what: &str) -> bool {
+        self.events += 1;
+        if self.broken.is_none() {
+            self.broken = Some(TrailBreak {
+                seq,
+                reason: format!("the row's {what} is not of its column's type"),
+            });
+        }
+        self.head.is_some()
+    }
+
+    /// What the walk found, with the cross-checks' mismatches.
+    pub(super) fn finish(self, start: String, mismatches: Vec<String>) -> TrailCheck {
+        TrailCheck {
+            events: self.events,
+            start,
+            head: String::from_utf8_lossy(&self.prev).into_owned(),
+            broken: self.broken,
+            head_found: self.found,
+            mismatches,
+        }
+    }
 }
 
 /// The cross-checks: each query names the first row that disagrees with the trail, for
 /// rows newer than the archive cut (older ones left with their events).
-const CROSS_CHECKS: &[(&str, &str)] = &[
+pub(super) const CROSS_CHECKS: &[(&str, &str)] = &[
     (
         "proposal {} has no `proposed` event",
         "SELECT p.id FROM proposals p WHERE p.created_at >= $1 AND NOT EXISTS (SELECT 1 \
@@ -203,58 +311,67 @@ impl Store {
         Ok(head)
     }
 
-    /// Recomputes the chain in `seq` order, a page at a time, in one read snapshot, and
-    /// reports the first row that does not follow; checks that `head` (when given) is a
-    /// hash of the chain; and checks the proposal, decision and grant rows against the
-    /// events that created and ended them.
+    /// Recomputes the chain in `seq` order, in one read snapshot, and reports the first row
+    /// that does not follow; checks that `head` (when given) is a hash of the chain; and
+    /// checks the proposal, decision and grant rows against the events that created and
+    /// ended them. SQLite reads on a connection of its own through the C API, the rows in
+    /// place, on a blocking thread ([`verify_sqlite`]); PostgreSQL a page at a time
+    /// through the pool.
     pub async fn verify_trail(&self, head: Option<&str>) -> StoreResult<TrailCheck> {
-        let mut tx = self.read().await?;
-        let genesis = genesis(&mut tx).await?;
-        let cp = checkpoint(&mut tx).await?;
-        let (start, cut) = match &cp {
-            Some((_, c)) => (c.through_hash.clone(), c.before.clone()),
-            None => (genesis.clone(), String::new()),
-        };
-        let mut prev = start.clone();
-        let mut found = head.map(|h| h == start);
-        let mut events = 0u64;
-        let mut broken_at = None;
-        let mut after = cp.as_ref().map_or(0, |(_, c)| c.through_seq);
-        // Rows at or below the checkpoint's cut that are still there were not archived.
-        if let Some((_, c)) = &cp {
-            let left: Option<i64> =
-                sqlx::query_scalar("SELECT MIN(seq) FROM events WHERE seq <= $1")
-                    .bind(c.through_seq)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            if let Some(seq) = left {
-                broken_at = Some(TrailBreak {
-                    seq,
-                    reason: "the row is older than the archive checkpoint that took it out".into(),
-                });
-            }
+        if let Location::File(path) = &self.inner.location {
+            let path = path.clone();
+            let head = head.map(str::to_owned);
+            let busy =
+                i32::try_from(self.inner.options.busy_timeout.as_millis()).unwrap_or(i32::MAX);
+            // The path must still name the file this store opened, before and after the
+            // check reads it by name.
+            self.check_identity()?;
+            let check = tokio::task::spawn_blocking(move || {
+                verify_sqlite::verify(&path, head.as_deref(), busy)
+            })
+            .await
+            .map_err(|e| StoreError::Database(format!("the chain check stopped: {e}")))?;
+            self.check_identity()?;
+            return check;
         }
+        let mut tx = self.read().await?;
+        let cp = checkpoint(&mut tx).await?;
+        let (start, cut, mut after) = start_of(genesis(&mut tx).await?, cp.as_ref());
+        // Rows at or below the checkpoint's cut that are still there were not archived.
+        let mut left = None;
+        if let Some((_, c)) = &cp {
+            let seq: Option<i64> = sqlx::query_scalar(LEFT_BEHIND)
+                .bind(c.through_seq)
+                .fetch_one(&mut *tx)
+                .await?;
+            left = seq.map(left_behind);
+        }
+        let mut walk = Walk::new(&start, head, left);
+        let mut bottle = String::new();
         'pages: loop {
             let rows = page(&mut tx, after, None).await?;
             let Some(last) = rows.last() else { break };
             after = last.0;
             for r in &rows {
-                events += 1;
-                let stored = r.11.as_deref();
-                if broken_at.is_none() {
-                    let expected = link_of(&prev, r);
-                    if stored != Some(expected.as_str()) {
-                        broken_at = Some(broken(r.0, stored));
-                        if head.is_none() {
-                            break 'pages;
-                        }
-                    }
+                bottle.clear();
+                if let Some(b) = r.5 {
+                    let _ = write!(bottle, "{b}");
                 }
-                if let Some(h) = stored {
-                    if found == Some(false) && head == Some(h) {
-                        found = Some(broken_at.is_none());
-                    }
-                    prev = h.to_string();
+                let fields = [
+                    Some(r.1.as_str()),
+                    Some(r.2.as_str()),
+                    Some(r.3.as_str()),
+                    r.4.as_deref(),
+                    r.5.map(|_| bottle.as_str()),
+                    r.6.as_deref(),
+                    r.7.as_deref(),
+                    r.8.as_deref(),
+                    r.9.as_deref(),
+                    r.10.as_deref(),
+                ]
+                .map(|v| v.map(str::as_bytes));
+                if !walk.row(r.0, fields, r.11.as_deref().map(str::as_bytes)) {
+                    break 'pages;
                 }
             }
         }
@@ -269,14 +386,7 @@ impl Store {
             }
         }
         tx.commit().await?;
-        Ok(TrailCheck {
-            events,
-            start,
-            head: prev,
-            broken: broken_at,
-            head_found: found,
-            mismatches,
-        })
+        Ok(walk.finish(start, mismatches))
     }
 }
 

@@ -1,7 +1,7 @@
 //! The hash chain in the store: rows written before the chain are hashed when a chaining
 //! build first opens the database, and a writer in another process never breaks it.
 
-use supervise_store::Backend;
+use supervise_store::{Actor, Backend, Verdict};
 
 use crate::common::{TestDb, bottle, created, egress};
 
@@ -80,3 +80,52 @@ async fn a_writer_in_another_process_keeps_one_chain() {
     assert!(check.ok(), "{check:?}");
     assert_eq!(check.events, 5);
 }
+
+/// The cross-checks, through the same reader as the chain on each backend: a proposal row
+/// whose decision no longer says what its `approved` event says, and a grant back in force
+/// although the trail revoked it, are each named while the chain itself still holds.
+async fn rows_that_disagree_with_the_trail_are_named(db: TestDb) {
+    let store = db.open().await;
+    let b = bottle(&store, "demo", "10.0.0.2").await;
+    let op = Actor::cli("op");
+    let kept = created(&store, egress(&b, "kept.example")).await;
+    store
+        .decide(&kept, Verdict::Approve, &op, None, None)
+        .await
+        .unwrap();
+    let p = created(&store, egress(&b, "a.example")).await;
+    let decided = store
+        .decide(&p, Verdict::Approve, &op, None, None)
+        .await
+        .unwrap();
+    let grant = decided.decision.unwrap().grant_id.unwrap().to_string();
+    store.revoke(&grant, &op).await.unwrap();
+    let check = store.verify_trail(None).await.unwrap();
+    assert!(check.ok(), "{check:?}");
+
+    let mut raw = db.raw().await;
+    sqlx::query(
+        "UPDATE proposals SET decision_change = '{\"host\":\"b.example\",\"port\":443}' \
+         WHERE id = $1",
+    )
+    .bind(&p)
+    .execute(&mut raw)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE grants SET ended_at = NULL, end_reason = NULL WHERE id = $1")
+        .bind(&grant)
+        .execute(&mut raw)
+        .await
+        .unwrap();
+    let check = store.verify_trail(None).await.unwrap();
+    assert_eq!(check.broken, None, "{check:?}");
+    assert!(!check.ok());
+    assert_eq!(
+        check.mismatches,
+        [
+            format!("proposal {p} does not say what its decision event says"),
+            format!("grant {grant} is in force although the trail ended it"),
+        ]
+    );
+}
+on_both!(rows_that_disagree_with_the_trail_are_named);
