@@ -97,8 +97,9 @@ pub fn row_backend(scenario: &str, backend: Backend) -> &'static str {
     match scenario {
         "baseline-http" | "hold-bare" => "-",
         s if s.starts_with("rules-eval") => "-",
-        "baseline-sqlite" | "baseline-sqlx" | "squid-acl" | "decide" | "console"
-        | "rules-test" => Backend::Sqlite.name(),
+        "baseline-sqlite" | "baseline-sqlx" | "squid-acl" | "decide" | "console" | "rules-test" => {
+            Backend::Sqlite.name()
+        }
         s if s.starts_with("baseline-pg") => Backend::Postgres.name(),
         _ => backend.name(),
     }
