@@ -50,6 +50,7 @@ mod tasks;
 mod trail;
 mod verify;
 mod verify_sqlite;
+mod verify_trail;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
