@@ -25,17 +25,18 @@ pub(super) struct Index {
 }
 
 impl Index {
-    /// Files `policy` under every bucket it can match in.
-    pub(super) fn add(&mut self, policy: Policy) -> Result<(), cedar_policy::PolicySetError> {
+    /// Files `policy` under every bucket it can match in; Cedar's refusal, in words.
+    pub(super) fn add(&mut self, policy: Policy) -> Result<(), String> {
         let (egress, push) = actions(&policy);
         if push {
-            self.push.add(policy.clone())?;
+            self.push.add(policy.clone()).map_err(|e| e.to_string())?;
         }
         if egress {
             match host_literal(&policy) {
-                Some(host) => self.by_host.entry(host).or_default().add(policy)?,
-                None => self.egress.add(policy)?,
+                Some(host) => self.by_host.entry(host).or_default().add(policy),
+                None => self.egress.add(policy),
             }
+            .map_err(|e| e.to_string())?;
         }
         Ok(())
     }

@@ -84,7 +84,7 @@ fn policy(g: &mut Gen, i: usize) -> String {
         6 => ("action", "when { context.hits < 3 }".to_string()),
         7 => (
             "action in [Action::\"egress\", Action::\"git-push\"]",
-            format!("when {{ context.justification like \"*deps*\" }}"),
+            "when { context.justification like \"*deps*\" }".to_string(),
         ),
         _ => ("action == Action::\"egress\"", String::new()),
     };
