@@ -32,8 +32,10 @@ impl Gen {
     }
 }
 
-const HOSTS: [&str; 6] = [
+const HOSTS: [&str; 8] = [
     "pypi.org",
+    "pre1.test",
+    "b.x.lab.test",
     "files.pythonhosted.org",
     "a.mirror.test",
     "pastebin.com",
@@ -153,8 +155,19 @@ when { resource.host == "c.test" || resource.port == 1 };
 when { resource.host == "d.test" } unless { resource.port == 1 };
 @id("negated") permit (principal, action == Action::"egress", resource)
 when { !(resource.host == "e.test") };
+@id("suffix") permit (principal, action == Action::"egress", resource)
+when { resource.port == 443 && resource.host like "*.f.test" };
+@id("mid-label") permit (principal, action == Action::"egress", resource)
+when { resource.host like "pre*99.g.test" };
+@id("no-dot") permit (principal, action == Action::"egress", resource)
+when { resource.host like "*test" };
+@id("prefix") permit (principal, action == Action::"egress", resource)
+when { resource.host like "h.test*" };
+@id("exact") permit (principal, action == Action::"egress", resource)
+when { resource.host like "i.test" };
 "#,
     )
     .unwrap();
-    assert_eq!(set.permit.hosts(), ["a.test", "b.test"]);
+    assert_eq!(set.permit.hosts(), ["a.test", "b.test", "i.test"]);
+    assert_eq!(set.permit.suffixes(), [".f.test", ".g.test"]);
 }
