@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use cedar_policy::{Effect, PolicyId, PolicySet, Schema, ValidationMode, Validator};
 
+use index::Index;
+
 mod eval;
+mod index;
 mod replay;
 
 pub use eval::Facts;
@@ -132,12 +135,13 @@ pub struct Evaluation {
 #[derive(Debug, Clone)]
 pub struct RuleSet {
     rules: Vec<Rule>,
-    /// Live forbids, live quorum permits, live plain permits, shadow forbids, shadow permits.
-    forbid: PolicySet,
-    quorum: PolicySet,
-    permit: PolicySet,
-    shadow_forbid: PolicySet,
-    shadow_permit: PolicySet,
+    /// Live forbids, live quorum permits, live plain permits, shadow forbids, shadow
+    /// permits, each bucketed by what can match them.
+    forbid: Index,
+    quorum: Index,
+    permit: Index,
+    shadow_forbid: Index,
+    shadow_permit: Index,
 }
 
 impl RuleSet {
@@ -145,11 +149,11 @@ impl RuleSet {
     pub fn empty() -> RuleSet {
         RuleSet {
             rules: Vec::new(),
-            forbid: PolicySet::new(),
-            quorum: PolicySet::new(),
-            permit: PolicySet::new(),
-            shadow_forbid: PolicySet::new(),
-            shadow_permit: PolicySet::new(),
+            forbid: Index::default(),
+            quorum: Index::default(),
+            permit: Index::default(),
+            shadow_forbid: Index::default(),
+            shadow_permit: Index::default(),
         }
     }
 
@@ -313,3 +317,6 @@ fn valid_id(id: &str) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod index_tests;

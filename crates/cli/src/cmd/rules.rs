@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 use supervise_store::rules::{Replay, Rule, RuleSet, replay};
-use supervise_store::{StatusFilter, Store, Timestamp, clock};
+use supervise_store::{Store, Timestamp, clock};
 
 use super::{Ctx, print_json};
 use crate::render::{self, Color};
@@ -202,11 +202,8 @@ pub async fn test(
 ) -> Result<()> {
     let (_, set) = parse(file)?;
     let since = since.map(Timestamp::before);
-    let proposals = store.list(None, StatusFilter::All).await?;
-    let window = proposals
-        .iter()
-        .filter(|p| since.as_ref().is_none_or(|s| p.created_at >= *s));
-    let r = replay(&set, window);
+    let window = store.filed_since(since.as_ref()).await?;
+    let r = replay(&set, &window);
     if json {
         return print_json(
             out,

@@ -12,7 +12,7 @@ use tracing::instrument;
 
 use super::Store;
 use super::records::{insert_grant, load_proposal};
-use super::rows::{self, RULES_ACTOR};
+use super::rows::{self, PROPOSAL_COLUMNS, ProposalRow, RULES_ACTOR};
 use super::trail::{NewEvent, actor_bottle, actor_of, record, record_delivered};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{Actor, EventKind, Proposal, Status, Timestamp};
@@ -69,6 +69,21 @@ fn version_of((version, text, sha256, set_by, set_at): VersionRow) -> StoreResul
 }
 
 impl Store {
+    /// The proposals `rules test` replays: every one filed at or after `since` (all of
+    /// them for `None`), of every host, oldest first. The window is the query's, so
+    /// proposals filed before it are not read.
+    pub async fn filed_since(&self, since: Option<&Timestamp>) -> StoreResult<Vec<Proposal>> {
+        let now = Timestamp::now();
+        let mut conn = self.inner.pool.acquire().await?;
+        let rows: Vec<ProposalRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{PROPOSAL_COLUMNS} WHERE ($1 IS NULL OR p.created_at >= $1) ORDER BY p.created_at, p.id"
+        )))
+        .bind(since.map(Timestamp::as_str))
+        .fetch_all(&mut *conn)
+        .await?;
+        rows.into_iter().map(|r| r.at(&now)).collect()
+    }
+
     /// Stores `text` as the new rules version after checking it (see [`RuleSet::parse`]);
     /// an empty text removes every rule. Admins only. Records `rules-changed` (note: the
     /// version and its SHA-256). Every process on the database decides by it from its next

@@ -7,11 +7,12 @@ use std::collections::HashSet;
 use std::str::FromStr;
 
 use cedar_policy::{
-    Authorizer, Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
+    Authorizer, Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, Request,
     RestrictedExpression as X,
 };
 use serde_json::Value;
 
+use super::index::Index;
 use super::{Evaluation, Outcome, Rule, RuleSet, ShadowMatch};
 use crate::change;
 use crate::model::{Flag, Kind};
@@ -152,18 +153,22 @@ impl RuleSet {
             return human;
         };
         let authorizer = Authorizer::new();
-        // The rules of `set` that match, in the order written. A policy whose evaluation
-        // fails matches nothing.
-        let matching = |set: &PolicySet| -> Vec<&Rule> {
-            if set.policies().next().is_none() {
+        let host = match facts.kind {
+            Kind::Egress => text(facts.change, "host"),
+            Kind::GitPush => "",
+        };
+        // The rules of `group` that match, in the order written: only its policies that can
+        // match this proposal's action and host are run. A policy whose evaluation fails
+        // matches nothing.
+        let matching = |group: &Index| -> Vec<&Rule> {
+            let mut ids: Vec<String> = Vec::new();
+            for set in group.candidates(facts.kind, host) {
+                let response = authorizer.is_authorized(&request, set, &entities);
+                ids.extend(response.diagnostics().reason().map(ToString::to_string));
+            }
+            if ids.is_empty() {
                 return Vec::new();
             }
-            let response = authorizer.is_authorized(&request, set, &entities);
-            let ids: Vec<String> = response
-                .diagnostics()
-                .reason()
-                .map(ToString::to_string)
-                .collect();
             self.rules.iter().filter(|r| ids.contains(&r.id)).collect()
         };
         let never = change::never_automatic(facts.flags);

@@ -321,3 +321,27 @@ async fn a_batch_files_ruled_and_plain_proposals_in_order(db: TestDb) {
     assert_eq!(pending.len(), 2);
 }
 on_both!(a_batch_files_ruled_and_plain_proposals_in_order);
+
+async fn filed_since_reads_only_the_window_oldest_first(db: TestDb) {
+    let store = db.open().await;
+    let b = bottle(&store, "demo", "127.0.0.1").await;
+    store.propose(egress(&b, "old.example")).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let since = supervise_store::Timestamp::now();
+    store.propose(egress(&b, "new.example")).await.unwrap();
+    store.propose(egress(&b, "newer.example")).await.unwrap();
+    let hosts = |ps: Vec<supervise_store::Proposal>| -> Vec<String> {
+        ps.iter()
+            .map(|p| p.change["host"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(
+        hosts(store.filed_since(Some(&since)).await.unwrap()),
+        ["new.example", "newer.example"]
+    );
+    assert_eq!(
+        hosts(store.filed_since(None).await.unwrap()),
+        ["old.example", "new.example", "newer.example"]
+    );
+}
+on_both!(filed_since_reads_only_the_window_oldest_first);
