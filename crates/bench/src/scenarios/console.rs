@@ -24,13 +24,7 @@ use crate::stats::{Latency, Row, fmt_us, rate};
 const DECISIONS_PER_SECOND: f64 = 3.0;
 
 pub async fn console(ctx: &Ctx) -> Result<Row> {
-    let bin = ctx
-        .server_bin
-        .as_ref()
-        .and_then(|s| s.parent())
-        .map(|d| d.join(format!("supervise{}", std::env::consts::EXE_SUFFIX)))
-        .filter(|p| p.is_file())
-        .context("the supervise CLI was not found next to supervise-server")?;
+    let bin = ctx.cli_bin()?;
     let n = ((ctx.duration.as_secs_f64() * DECISIONS_PER_SECOND) as usize).max(20);
     let db = ctx.dir.join("console.db");
     let store = Store::open(

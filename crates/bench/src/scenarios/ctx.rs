@@ -40,6 +40,17 @@ pub struct External {
 }
 
 impl Ctx {
+    /// The `supervise` CLI beside the server binary (the helpers' and `rules test`'s
+    /// scenarios run it).
+    pub fn cli_bin(&self) -> Result<PathBuf> {
+        self.server_bin
+            .as_ref()
+            .and_then(|s| s.parent())
+            .map(|d| d.join(format!("supervise{}", std::env::consts::EXE_SUFFIX)))
+            .filter(|p| p.is_file())
+            .context("the supervise CLI was not found next to supervise-server")
+    }
+
     pub fn ips(&self) -> Vec<Ipv4Addr> {
         self.bottles.iter().map(|(_, ip)| *ip).collect()
     }

@@ -135,13 +135,7 @@ async fn prepare(ctx: &Ctx, helper: Helper) -> Result<std::path::PathBuf> {
 }
 
 async fn lookups(ctx: &Ctx, helper: Helper) -> Result<Row> {
-    let bin = ctx
-        .server_bin
-        .as_ref()
-        .and_then(|s| s.parent())
-        .map(|d| d.join(format!("supervise{}", std::env::consts::EXE_SUFFIX)))
-        .filter(|p| p.is_file())
-        .context("the supervise CLI was not found next to supervise-server")?;
+    let bin = ctx.cli_bin()?;
     let db = prepare(ctx, helper).await?;
     let n = ((ctx.duration.as_secs_f64() * LOOKUPS_PER_SECOND) as usize).max(1000);
     // Pinned like the server under --pin: the helper is what is measured.

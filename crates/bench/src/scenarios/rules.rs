@@ -256,13 +256,7 @@ pub async fn rules_auto(ctx: &Ctx, style: Style, per_sec: f64) -> Result<Row> {
 /// which the last forbids 1% of them (each a disagreement with the human who approved
 /// it), timed from start to exit. The CLI is the one next to `supervise-server`.
 pub async fn rules_test(ctx: &Ctx, n: u64) -> Result<Row> {
-    let bin = ctx
-        .server_bin
-        .as_ref()
-        .and_then(|s| s.parent())
-        .map(|d| d.join(format!("supervise{}", std::env::consts::EXE_SUFFIX)))
-        .filter(|p| p.is_file())
-        .context("the supervise CLI was not found next to supervise-server")?;
+    let bin = ctx.cli_bin()?;
     let path = ctx.dir.join("rules-test.db");
     let _ = std::fs::remove_file(&path);
     let store = Store::open(
