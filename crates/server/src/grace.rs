@@ -1,7 +1,8 @@
 //! The propose-and-wait flow the proposal tools share: file the proposal through the
-//! writer, take a place in the wait budget, register as a waiter and wait the grace window
-//! (or, for a call that asked for a task, open the task at once instead of waiting); and the
-//! one mapping from what the store delivers to the answer a tool gives.
+//! writer (or, for a call that asked for a task, open the task at once), then, as a
+//! [`Held`] call the request's top level awaits last, take a place in the wait budget,
+//! register as a waiter and wait the grace window; and the one mapping from what the store
+//! delivers to the answer a tool gives.
 
 use serde_json::Value;
 use supervise_store::{Bottle, Delivery, Kind, NewProposal, Proposal, Proposed, StoreError, Task};
@@ -38,6 +39,26 @@ pub(crate) enum Filed {
     Answer(Answer),
     /// A task on the (undecided) proposal.
     Task(Task, Box<Proposal>),
+    /// Filed and undecided: the call waits for its decision ([`Held::wait`]).
+    Held(Box<Held>),
+}
+
+/// A proposal call filed and left to wait its grace window. The request's levels above the
+/// filing hand it up unawaited, so the future hyper keeps for a held call is the wait and
+/// the little the top level needs to answer, not every level's state beside it.
+#[derive(Debug)]
+pub(crate) struct Held {
+    bottle: Bottle,
+    proposal: Box<Proposal>,
+    /// The tool that filed it (for the log).
+    pub(crate) tool: &'static str,
+}
+
+impl Held {
+    /// Waits up to the grace window for the decision; the tool's answer.
+    pub(crate) async fn wait(self, app: &App) -> Answer {
+        wait_for(app, &self.bottle, self.proposal).await
+    }
 }
 
 impl From<Answer> for Filed {
@@ -46,44 +67,21 @@ impl From<Answer> for Filed {
     }
 }
 
-/// Files a proposal through the writer, then waits up to the grace window for a decision
-/// (or opens its task, for [`Wait::Task`]). `tool` names the calling tool in refusals.
-/// [`Stale`]: the bottle generation was removed before filing; nothing was filed, attribute
-/// again. Filing and waiting are two futures awaited one after the other, so a call held
-/// in its window keeps only the proposal and the wait, not the filing's state.
-pub(crate) async fn file_and_wait(
+/// Files a proposal through the writer: answered at once (a refusal, an auto-rejection or
+/// a rule's decision, a task for [`Wait::Task`], `pending` without a grace window), or
+/// [`Filed::Held`], to wait the grace window for a decision. `tool` names the calling tool
+/// in refusals. [`Stale`]: the bottle generation was removed before filing; nothing was
+/// filed, attribute again.
+pub(crate) async fn file(
     app: &App,
     bottle: &Bottle,
     kind: Kind,
     change: Value,
     justification: String,
-    tool: &str,
+    tool: &'static str,
     wait: Wait,
 ) -> Result<Filed, Stale> {
-    match Box::pin(file(app, bottle, kind, change, justification, tool, wait)).await? {
-        Step::Done(filed) => Ok(filed),
-        Step::Wait(p) => Ok(wait_for(app, bottle, p).await.into()),
-    }
-}
-
-/// What filing left to do.
-enum Step {
-    /// Answered already (a refusal, an auto-rejection, a task, no grace window).
-    Done(Filed),
-    /// Filed and undecided: wait for it.
-    Wait(Box<Proposal>),
-}
-
-async fn file(
-    app: &App,
-    bottle: &Bottle,
-    kind: Kind,
-    change: Value,
-    justification: String,
-    tool: &str,
-    wait: Wait,
-) -> Result<Step, Stale> {
-    let done = |a: Answer| Ok(Step::Done(a.into()));
+    let done = |a: Answer| Ok(a.into());
     // Already allowed: answered from the grant, nothing queued, never a task.
     match app.store.grant_allowing(bottle.id, kind, &change).await {
         Ok(Some(grant)) => {
@@ -135,12 +133,16 @@ async fn file(
     };
     if let Some(task) = task {
         tracing::info!(bottle = %bottle.slug, proposal = %p.id, "answered with a task");
-        return Ok(Step::Done(Filed::Task(task, Box::new(p))));
+        return Ok(Filed::Task(task, Box::new(p)));
     }
     if app.config.grace.is_zero() || app.shutdown.is_started() {
         return done(answer::pending(p));
     }
-    Ok(Step::Wait(Box::new(p)))
+    Ok(Filed::Held(Box::new(Held {
+        bottle: bottle.clone(),
+        proposal: Box::new(p),
+        tool,
+    })))
 }
 
 /// Holds a place in the wait budget and waits the grace window for `p`'s decision.

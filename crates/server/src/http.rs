@@ -526,4 +526,28 @@ mod tests {
         }
         assert!(is_local("localhost:0", &names, 0));
     }
+
+    /// The size of the future `f` returns, without calling it.
+    fn future_size<A, B, C, Fut>(_: impl FnOnce(A, B, C) -> Fut) -> usize {
+        std::mem::size_of::<Fut>()
+    }
+
+    fn future_size_2<A, B, Fut>(_: impl FnOnce(A, B) -> Fut) -> usize {
+        std::mem::size_of::<Fut>()
+    }
+
+    /// hyper keeps a request's future, at its largest state's size, for every connection;
+    /// for a call held in its grace window that is the memory the server adds to hyper's
+    /// own. The levels that read, dispatch and file the call are awaited to their end
+    /// before it waits, so the request's future is the wait and a little more.
+    #[test]
+    fn a_held_calls_request_future_is_about_its_wait() {
+        let request = future_size(handle);
+        let wait = future_size_2(crate::grace::Held::wait);
+        eprintln!("request future {request} bytes, the wait {wait}");
+        assert!(
+            request <= wait + 1024,
+            "the request's future is {request} bytes, the wait's {wait}: the levels above the wait keep more than 1 KiB of their own while a call is held"
+        );
+    }
 }

@@ -34,9 +34,10 @@ mod era;
 
 use era::{Head, check, check_modern_headers, header_value};
 
-use crate::answer::Answer;
+use crate::answer::{Answer, AnswerStatus};
 use crate::app::App;
 use crate::config::MAX_BATCH_ANSWER_BYTES;
+use crate::grace::Held;
 use crate::methods::{Ctx, Method, Output, Params};
 
 /// What to send back.
@@ -80,7 +81,12 @@ pub(crate) async fn handle(app: &App, read: Box<Read>) -> Reply {
         }
         Classified::Ready(ready) => ready,
     };
-    let (status, answered) = run(app, bottle, ready).await;
+    // Running the request is boxed and awaited to its end before a proposal call waits, so
+    // a held call keeps only the wait and the answer's id, not the levels that filed it.
+    let (status, answered) = match Box::pin(run(app, bottle, ready)).await {
+        Ran::Answered(status, answered) => (status, answered),
+        Ran::Held(held) => held.finish(app).await,
+    };
     Reply::Json {
         status,
         body: answered.to_vec(app),
@@ -336,7 +342,10 @@ async fn request(
     req: Request,
 ) -> (StatusCode, Answered) {
     match prepare(headers, req) {
-        Ok(ready) => run(app, bottle, Box::new(ready)).await,
+        Ok(ready) => match run(app, bottle, Box::new(ready)).await {
+            Ran::Answered(status, answered) => (status, answered),
+            Ran::Held(held) => held.finish(app).await,
+        },
         Err((status, response)) => (status, Answered::Response(response)),
     }
 }
@@ -391,7 +400,49 @@ fn prepare_call(headers: &HeaderMap, call: ToolCall<'_>) -> Result<Ready, Refuse
     }
 }
 
-async fn run(app: &App, bottle: &Bottle, ready: Box<Ready>) -> (StatusCode, Answered) {
+/// A request run: its status and answer, or a proposal call left to wait its window.
+enum Ran {
+    Answered(StatusCode, Answered),
+    Held(Box<HeldCall>),
+}
+
+/// A proposal call to wait for, with what its answer needs.
+struct HeldCall {
+    id: RequestId,
+    held: Box<Held>,
+    version: ProtocolVersion,
+    modern: bool,
+}
+
+impl HeldCall {
+    /// Waits the call's grace window for its decision: the status and answer.
+    async fn finish(self: Box<Self>, app: &App) -> (StatusCode, Answered) {
+        let HeldCall {
+            id,
+            held,
+            version,
+            modern,
+        } = *self;
+        let tool = held.tool;
+        let answer = held.wait(app).await;
+        tracing::debug!(
+            tool,
+            status = answer.status.map_or("list", AnswerStatus::as_str),
+            "tool answered"
+        );
+        (
+            StatusCode::OK,
+            Answered::Tool {
+                id,
+                answer,
+                version,
+                modern,
+            },
+        )
+    }
+}
+
+async fn run(app: &App, bottle: &Bottle, ready: Box<Ready>) -> Ran {
     let Ready {
         id,
         name,
@@ -407,7 +458,15 @@ async fn run(app: &App, bottle: &Bottle, ready: Box<Ready>) -> (StatusCode, Answ
         version,
         modern,
     };
-    match method.call(&name, &ctx, params).await {
+    let (status, answered) = match method.call(&name, &ctx, params).await {
+        Ok(Output::Held(held)) => {
+            return Ran::Held(Box::new(HeldCall {
+                id,
+                held,
+                version,
+                modern: is_modern,
+            }));
+        }
         Ok(Output::Tool(answer)) => (
             StatusCode::OK,
             Answered::Tool {
@@ -436,7 +495,8 @@ async fn run(app: &App, bottle: &Bottle, ready: Box<Ready>) -> (StatusCode, Answ
             StatusCode::OK,
             Answered::Response(Response::error(Some(id), e)),
         ),
-    }
+    };
+    Ran::Answered(status, answered)
 }
 
 /// The HTTP status of a 2026-07-28 error answer.

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 use supervise_protocol::{ErrorObject, methods};
 
 use crate::answer::Answer;
+use crate::grace::Held;
 
 /// A request's `params`, as the request was read.
 #[derive(Debug)]
@@ -39,6 +40,9 @@ pub(crate) enum Output {
     Value(Value),
     /// A tool's answer, written to the wire straight from its parts (`Answer::to_wire`).
     Tool(Answer),
+    /// A proposal filed and undecided: the tool's answer once its grace window has been
+    /// waited ([`Held::wait`]).
+    Held(Box<Held>),
 }
 
 /// The methods served.

@@ -88,6 +88,8 @@ async fn call_parsed(
     };
     let answer = match answer {
         Filed::Answer(a) => a,
+        // Waited for by the request's top level, after everything above it has returned.
+        Filed::Held(held) => return Ok(Output::Held(held)),
         Filed::Task(t, p) => {
             tracing::debug!(tool = ?escape_untrusted(name), "tool answered with a task");
             return serde_json::to_value(task::created(ctx.app.config.task_poll_interval, &t, &p))

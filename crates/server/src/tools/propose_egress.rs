@@ -121,7 +121,7 @@ pub(crate) async fn apply(
         change.insert("port".into(), port);
     }
     change.extend(args.limits);
-    crate::grace::file_and_wait(
+    crate::grace::file(
         app,
         bottle,
         Kind::Egress,

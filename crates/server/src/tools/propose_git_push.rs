@@ -72,7 +72,7 @@ pub(crate) async fn apply(
     wait: Wait,
 ) -> Result<Filed, Stale> {
     let change = json!({ "remote": args.remote, "ref": args.git_ref });
-    crate::grace::file_and_wait(
+    crate::grace::file(
         app,
         bottle,
         Kind::GitPush,
